@@ -1,0 +1,81 @@
+package locks
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// FS is the small set of filesystem operations the run lock performs. The
+// real implementation is OSFS; tests wrap it to inject faults (mkdir always
+// fails, write fails, rename fails) deterministically.
+type FS interface {
+	Mkdir(path string, perm fs.FileMode) error
+	Lstat(path string) (fs.FileInfo, error)
+	// ReadLockFile reads at most limit+1 bytes of a regular file without
+	// following a symlink and without blocking on a FIFO.
+	ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error)
+	// WriteNew creates path exclusively (O_EXCL, no symlink follow) with
+	// perm, writes data, fsyncs and closes. On error nothing is left behind.
+	WriteNew(path string, data []byte, perm fs.FileMode) error
+	Link(oldpath, newpath string) error
+	// RenameNoReplace renames without ever replacing newpath (EEXIST when
+	// newpath exists).
+	RenameNoReplace(oldpath, newpath string) error
+	// Rename replaces newpath atomically.
+	Rename(oldpath, newpath string) error
+	Remove(path string) error
+	// OpenGuard opens (creating 0600) the guard file used for flock.
+	OpenGuard(path string) (*os.File, error)
+}
+
+// OSFS is the real filesystem.
+type OSFS struct{}
+
+func (OSFS) Mkdir(path string, perm fs.FileMode) error { return os.Mkdir(path, perm) }
+func (OSFS) Lstat(path string) (fs.FileInfo, error)    { return os.Lstat(path) }
+func (OSFS) Link(oldpath, newpath string) error        { return os.Link(oldpath, newpath) }
+func (OSFS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
+func (OSFS) Remove(path string) error                  { return os.Remove(path) }
+
+func (OSFS) WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	return data, fi, err
+}
+
+func (OSFS) OpenGuard(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
+}

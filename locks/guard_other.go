@@ -1,0 +1,15 @@
+//go:build !linux
+
+package locks
+
+import (
+	"errors"
+	"os"
+	"time"
+)
+
+func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
+	return nil, errors.ErrUnsupported
+}
+
+func unlockGuard(f *os.File) {}

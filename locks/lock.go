@@ -1,0 +1,156 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Lock is a held run lock. Renew and Release act only while the file on
+// disk still carries its lock_id.
+type Lock struct {
+	r     *RunLocker
+	RunID string
+	Path  string
+
+	mu      sync.Mutex
+	payload Payload
+	serial  int
+}
+
+// LockID is the random token of this acquisition.
+func (l *Lock) LockID() string { return l.payload.LockID }
+
+// FencingToken grows with every acquisition of the run id.
+func (l *Lock) FencingToken() uint64 { return l.payload.FencingToken }
+
+// Payload is what was last written to the lock file.
+func (l *Lock) Payload() Payload {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.payload
+}
+
+// Env is what the child is told about the lock it runs under.
+func (l *Lock) Env() []string {
+	return []string{
+		"WITHLOCK_RUN_ID=" + l.RunID,
+		"WITHLOCK_LOCK_ID=" + l.payload.LockID,
+		"WITHLOCK_LOCK_FILE=" + l.Path,
+		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatUint(l.payload.FencingToken, 10),
+	}
+}
+
+// verifyOwned reads the lock file under the guard and reports ErrLost when
+// it is gone or carries another lock_id.
+func (l *Lock) verifyOwned() error {
+	v, err := l.r.read(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is gone", ErrLost, l.Path)
+	}
+	if err != nil {
+		return err
+	}
+	if v.parseErr != nil {
+		return fmt.Errorf("%w: %s was replaced by an unreadable file", ErrLost, l.Path)
+	}
+	if v.payload.LockID != l.payload.LockID {
+		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, v.payload.Pid, v.payload.LockID)
+	}
+	return nil
+}
+
+// Renew pushes expires_at to now+TTL, atomically (temp file renamed over the
+// lock), under the guard and only while the file is still ours.
+func (l *Lock) Renew() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, fsys := l.r, l.r.fsys()
+	g, err := r.lockGuard(l.RunID)
+	if err != nil {
+		return err
+	}
+	defer unlockGuard(g)
+	if err := l.verifyOwned(); err != nil {
+		return err
+	}
+	r.at("renew:verified")
+	p := l.payload
+	p.ExpiresAt = epochSeconds(r.now().Add(r.TTL))
+	l.serial++
+	tmp := l.Path + ".tmp." + p.LockID + "." + strconv.Itoa(l.serial)
+	if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, l.Path); err != nil {
+		fsys.Remove(tmp)
+		return err
+	}
+	l.payload = p
+	r.Log.Debug().Str("event", "renewed").Str("run_id", l.RunID).
+		Float64("expires_at", p.ExpiresAt).Msg("lock renewed")
+	return nil
+}
+
+// Release removes the lock file if it is still ours; otherwise it does
+// nothing (someone reclaimed it) and says so through ErrLost.
+func (l *Lock) Release() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, fsys := l.r, l.r.fsys()
+	g, err := r.lockGuard(l.RunID)
+	if err != nil {
+		return err
+	}
+	defer unlockGuard(g)
+	if err := l.verifyOwned(); err != nil {
+		return err
+	}
+	r.at("release:verified")
+	if err := fsys.Remove(l.Path); err != nil {
+		return err
+	}
+	r.Log.Debug().Str("event", "released").Str("run_id", l.RunID).Msg("lock released")
+	return nil
+}
+
+// Heartbeat renews the lock every TTL/3 until stop is called. lost receives
+// one error (matching ErrLost) when the lock turns out to be gone or taken,
+// or when renewals kept failing until the lock expired. stop waits for the
+// heartbeat to end, so a Release after it never races a Renew.
+func (l *Lock) Heartbeat() (lost <-chan error, stop func()) {
+	ch := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	interval := max(l.r.TTL/3, time.Millisecond)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := l.Renew()
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, ErrLost) {
+				ch <- err
+				return
+			}
+			l.r.Log.Warn().Err(err).Str("run_id", l.RunID).Msg("lock renewal failed; retrying")
+			if l.r.now().After(l.Payload().Expires()) {
+				ch <- fmt.Errorf("%w: renewals failed until the lock expired: %w", ErrLost, err)
+				return
+			}
+		}
+	}()
+	return ch, func() { cancel(); <-done }
+}

@@ -1,0 +1,73 @@
+package locks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxPayload is the largest lock file that is parsed; a larger one is
+// treated as corrupt.
+const MaxPayload = 64 << 10
+
+// Payload is the JSON inside a run lock file. The first five fields are the
+// seed writer's schema (epoch seconds as floats), so a lock written by that
+// program is read here and ours is read there; the rest is what withlock
+// needs to judge liveness on this host and to fence.
+type Payload struct {
+	RunID     string  `json:"run_id"`
+	LockID    string  `json:"lock_id"`
+	Pid       int     `json:"pid"`
+	CreatedAt float64 `json:"created_at"`
+	ExpiresAt float64 `json:"expires_at"`
+
+	Host         string `json:"host,omitempty"`
+	BootID       string `json:"boot_id,omitempty"`
+	PidNS        uint64 `json:"pid_ns,omitempty"`
+	PidStart     uint64 `json:"pid_start,omitempty"`
+	Command      string `json:"command,omitempty"`
+	FencingToken uint64 `json:"fencing_token,omitempty"`
+}
+
+var errBadPayload = errors.New("bad lock payload")
+
+// ParsePayload decodes a lock file. It needs the seed's fields to be
+// present and sane; everything else is optional.
+func ParsePayload(data []byte) (Payload, error) {
+	if len(data) == 0 {
+		return Payload{}, fmt.Errorf("%w: empty", errBadPayload)
+	}
+	if len(data) > MaxPayload {
+		return Payload{}, fmt.Errorf("%w: over %d bytes", errBadPayload, MaxPayload)
+	}
+	var p Payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Payload{}, fmt.Errorf("%w: %v", errBadPayload, err)
+	}
+	if p.LockID == "" || p.ExpiresAt <= 0 {
+		return Payload{}, fmt.Errorf("%w: missing lock_id or expires_at", errBadPayload)
+	}
+	return p, nil
+}
+
+// Encode renders the payload.
+func (p Payload) Encode() []byte {
+	data, err := json.Marshal(p)
+	if err != nil { // only plain fields: cannot fail
+		panic(err)
+	}
+	return append(data, '\n')
+}
+
+// Created and Expires convert the epoch-second floats.
+func (p Payload) Created() time.Time { return epochTime(p.CreatedAt) }
+func (p Payload) Expires() time.Time { return epochTime(p.ExpiresAt) }
+
+func epochTime(sec float64) time.Time {
+	return time.Unix(0, int64(sec*1e9))
+}
+
+func epochSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}

@@ -1,0 +1,450 @@
+package locks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultGuardBound is how long one state transition waits for the guard.
+const DefaultGuardBound = 2 * time.Second
+
+// maxCommandLen keeps the payload far below MaxPayload.
+const maxCommandLen = 4096
+
+// RunLocker takes run locks in one directory: one lock file per run id,
+// <Dir>/<sha256hex(run_id)>.lock. The zero value is not usable; build one
+// with NewRunLocker.
+type RunLocker struct {
+	Dir        string
+	TTL        time.Duration
+	Command    string         // recorded in the payload for status and conflict messages
+	FS         FS             // nil means OSFS
+	GuardBound time.Duration  // 0 means DefaultGuardBound
+	Log        zerolog.Logger // events: reclaimed, renewed, released
+
+	self Identity
+	now  func() time.Time
+	live func(pid int, start uint64) Liveness
+	// hook, when set by a test, is called at named points of a state
+	// transition so a test can pause one process there and race another.
+	hook func(point string)
+	// unserialised, set only by negative-control tests, skips the guard and
+	// the post-move ownership check: the races they prevent must then show.
+	unserialised bool
+}
+
+// lockGuard serialises one state transition of runID (see guard_linux.go).
+func (r *RunLocker) lockGuard(runID string) (*os.File, error) {
+	if r.unserialised {
+		return nil, nil
+	}
+	return lockGuard(r.fsys(), r.guardPath(runID), r.guardBound())
+}
+
+// NewRunLocker returns a locker for dir with the given TTL, knowing who we
+// are (host, boot, pid namespace, start time) so stale holders on this
+// host can be told apart from live ones.
+func NewRunLocker(dir string, ttl time.Duration) (*RunLocker, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("ttl %v: must be positive", ttl)
+	}
+	self, err := SelfIdentity()
+	if err != nil {
+		return nil, fmt.Errorf("identify this process: %w", err)
+	}
+	return &RunLocker{
+		Dir:  dir,
+		TTL:  ttl,
+		Log:  zerolog.Nop(),
+		self: self,
+		now:  time.Now,
+		live: ProcessLiveness,
+	}, nil
+}
+
+func (r *RunLocker) fsys() FS {
+	if r.FS == nil {
+		return OSFS{}
+	}
+	return r.FS
+}
+
+func (r *RunLocker) guardBound() time.Duration {
+	if r.GuardBound <= 0 {
+		return DefaultGuardBound
+	}
+	return r.GuardBound
+}
+
+func (r *RunLocker) at(point string) {
+	if r.hook != nil {
+		r.hook(point)
+	}
+}
+
+// Key is the file-system-safe name of a run id: sha256 in hex.
+func Key(runID string) string {
+	sum := sha256.Sum256([]byte(runID))
+	return hex.EncodeToString(sum[:])
+}
+
+// LockPath is where the lock file of runID lives.
+func (r *RunLocker) LockPath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".lock")
+}
+
+func (r *RunLocker) guardPath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".guard")
+}
+
+func (r *RunLocker) fencePath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".fence")
+}
+
+// Holder is what is known of the process holding a lock.
+type Holder struct {
+	Payload
+	Path    string
+	Torn    bool      // the file could not be parsed yet (a writer may be mid-write)
+	ModTime time.Time // of the lock file
+	// RecheckAt is when the lock may turn stale by itself: its expiry, or
+	// the end of a torn file's grace.
+	RecheckAt time.Time
+	// Local: the holder's pid is on this host, boot and pid namespace.
+	Local bool
+}
+
+// Describe says, in one phrase, who holds the lock.
+func (h *Holder) Describe(now time.Time) string {
+	if h.Torn {
+		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pid %d", h.Pid)
+	if h.Host != "" {
+		fmt.Fprintf(&b, " on %s", h.Host)
+	}
+	if h.Command != "" {
+		fmt.Fprintf(&b, " (%s)", h.Command)
+	}
+	if h.CreatedAt > 0 {
+		fmt.Fprintf(&b, " for %s", age(now, h.Created()))
+	}
+	return b.String()
+}
+
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// HeldError is returned by Acquire when the wait ran out with the lock
+// still held. It matches ErrHeld.
+type HeldError struct {
+	RunID  string
+	Holder Holder
+	At     time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("run %q is locked by %s", e.RunID, e.Holder.Describe(e.At))
+}
+
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// TryAcquire makes one attempt. The lock being busy is a result, not an
+// error: it returns (nil, holder, nil). A stale lock is moved aside and the
+// lock taken in the same attempt.
+func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
+	if runID == "" {
+		return nil, nil, errors.New("empty run id")
+	}
+	fsys := r.fsys()
+	if err := EnsureDir(fsys, r.Dir); err != nil {
+		return nil, nil, err
+	}
+	g, err := r.lockGuard(runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlockGuard(g)
+
+	lockPath := r.LockPath(runID)
+	v, err := r.read(lockPath)
+	var seen uint64
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, nil, err
+	default:
+		reason := Judge(v, r.now(), r.self, r.live)
+		if reason == NotStale {
+			return nil, r.holder(lockPath, v), nil
+		}
+		r.at("reclaim:judged")
+		moved, err := r.ReclaimStale(lockPath, v, reason)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !moved {
+			// Someone outside the guard replaced the file; look again.
+			v, err := r.read(lockPath)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, r.holder(lockPath, v), nil
+		}
+		seen = v.payload.FencingToken
+	}
+	return r.create(runID, lockPath, seen)
+}
+
+// read takes one look at a lock file.
+func (r *RunLocker) read(path string) (lockView, error) {
+	data, fi, err := r.fsys().ReadLockFile(path, MaxPayload)
+	if err != nil {
+		return lockView{}, err
+	}
+	v := lockView{modTime: fi.ModTime(), ino: inode(fi)}
+	v.payload, v.parseErr = ParsePayload(data)
+	return v, nil
+}
+
+func (r *RunLocker) holder(path string, v lockView) *Holder {
+	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
+	if v.parseErr != nil {
+		h.Torn = true
+		h.RecheckAt = v.modTime.Add(TornGrace)
+		return h
+	}
+	h.RecheckAt = v.payload.Expires()
+	h.Local = sameKernelView(v.payload, r.self)
+	return h
+}
+
+// ReclaimStale moves a stale lock file aside to <lock>.stale.<unix-seconds>,
+// never over an earlier stale file (a numeric suffix is added on collision),
+// and checks that what it moved is the file it judged. It reports false when
+// the file had been replaced in between (possible only with a writer that
+// does not take the guard); that file is put back.
+func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason) (bool, error) {
+	fsys := r.fsys()
+	base := lockPath + ".stale." + strconv.FormatInt(r.now().Unix(), 10)
+	for i := 0; i < 1000; i++ {
+		dst := base
+		if i > 0 {
+			dst = base + "." + strconv.Itoa(i)
+		}
+		err := fsys.RenameNoReplace(lockPath, dst)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return true, nil // gone already: the path is free
+		}
+		if err != nil {
+			return false, err
+		}
+		if fi, err := fsys.Lstat(dst); err == nil && v.ino != 0 && inode(fi) != v.ino && !r.unserialised {
+			if fsys.Link(dst, lockPath) == nil {
+				fsys.Remove(dst)
+			}
+			r.Log.Warn().Str("lock_file", lockPath).Msg("lock file changed while being reclaimed; put back")
+			return false, nil
+		}
+		r.Log.Info().Str("event", "reclaimed").Str("reason", string(reason)).
+			Str("lock_file", lockPath).Str("moved_to", dst).
+			Int("holder_pid", v.payload.Pid).Str("run_id", v.payload.RunID).Msg("reclaimed stale lock")
+		return true, nil
+	}
+	return false, fmt.Errorf("reclaim %s: too many stale files for one second", lockPath)
+}
+
+// create writes the payload to a temp file and links it into place: the
+// lock path never shows a half-written file. Whatever happens, the temp
+// file is removed.
+func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder, error) {
+	fsys := r.fsys()
+	token, err := r.nextToken(runID, seen)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := r.now()
+	p := Payload{
+		RunID:        runID,
+		LockID:       randomID(),
+		Pid:          r.self.Pid,
+		CreatedAt:    epochSeconds(now),
+		ExpiresAt:    epochSeconds(now.Add(r.TTL)),
+		Host:         r.self.Host,
+		BootID:       r.self.BootID,
+		PidNS:        r.self.PidNS,
+		PidStart:     r.self.PidStart,
+		Command:      truncate(r.Command, maxCommandLen),
+		FencingToken: token,
+	}
+	tmp := lockPath + ".tmp." + p.LockID
+	if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
+		return nil, nil, err
+	}
+	r.at("acquire:after-temp")
+	linkErr := fsys.Link(tmp, lockPath)
+	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.Log.Warn().Err(err).Str("temp_file", tmp).Msg("temp file left for gc")
+	}
+	if errors.Is(linkErr, fs.ErrExist) {
+		// A writer that does not take the guard got there first.
+		v, err := r.read(lockPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, r.holder(lockPath, v), nil
+	}
+	if linkErr != nil {
+		return nil, nil, linkErr
+	}
+	r.at("acquire:after-link")
+	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p}, nil, nil
+}
+
+// nextToken bumps the run id's fencing counter in its sidecar file, which
+// gc and break never remove. seen is the token of a lock just reclaimed, so
+// the counter grows even if the sidecar was lost.
+func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, error) {
+	fsys := r.fsys()
+	path := r.fencePath(runID)
+	var stored uint64
+	data, _, err := fsys.ReadLockFile(path, 64)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return 0, err
+	default:
+		stored, err = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("fencing counter %s: %w", path, err)
+		}
+	}
+	token := max(stored, seen) + 1
+	tmp := path + ".tmp." + randomID()
+	if err := fsys.WriteNew(tmp, []byte(strconv.FormatUint(token, 10)+"\n"), 0o600); err != nil {
+		return 0, err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		fsys.Remove(tmp)
+		return 0, err
+	}
+	return token, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
+// 0: one attempt). It never spins: between attempts it blocks until the
+// lock file is removed or renamed (inotify), the holder dies (pidfd), the
+// holder's lock expires, or a capped, jittered backoff runs out. Faults
+// that are not contention end after a few attempts with ErrUnavailable.
+// ctx ending aborts the wait with context.Cause(ctx).
+func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	start := r.now()
+	w := newWaker(ctx, r.Dir, Key(runID)+".lock")
+	defer w.Close()
+	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
+	faults := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		lock, holder, err := r.TryAcquire(runID)
+		if lock != nil {
+			return lock, nil
+		}
+		now := r.now()
+		left := time.Duration(1<<63 - 1)
+		if wait >= 0 {
+			left = start.Add(wait).Sub(now)
+		}
+		if err != nil {
+			if fatal, ok := r.fault(runID, err, &faults, left); ok {
+				return nil, fatal
+			}
+			w.Wait(min(bo.next(), max(left, 0)), 0)
+			continue
+		}
+		faults = 0
+		if left <= 0 {
+			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
+		}
+		timeout := min(left, bo.next())
+		if w.Watching() {
+			timeout = min(left, jitter(time.Second))
+		}
+		if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
+			timeout = min(timeout, until)
+		} else {
+			timeout = min(timeout, 5*time.Millisecond)
+		}
+		pid := 0
+		if holder.Local {
+			pid = holder.Pid
+		}
+		w.Wait(timeout, pid)
+	}
+}
+
+// maxFaults is how many attempts in a row may fail with an error that is
+// not contention before Acquire gives up.
+const maxFaults = 4
+
+// fault decides whether an attempt's error ends the wait. An unsafe
+// directory ends it at once; a busy guard is retried while the wait lasts;
+// other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
+// retried maxFaults times, recreating a deleted directory on the way.
+func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
+	if errors.Is(err, ErrUnsafeDir) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	}
+	if errors.Is(err, ErrGuardBusy) {
+		if left <= 0 {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+		}
+		return nil, false
+	}
+	*faults++
+	r.Log.Debug().Err(err).Int("attempt", *faults).Str("run_id", runID).Msg("lock attempt failed")
+	if *faults >= maxFaults {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	}
+	return nil, false
+}

@@ -1,0 +1,437 @@
+package locks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newTestLocker(t *testing.T, dir string, ttl time.Duration) *RunLocker {
+	t.Helper()
+	r, err := NewRunLocker(dir, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Command = "test"
+	return r
+}
+
+func mustAcquire(t *testing.T, r *RunLocker, runID string) *Lock {
+	t.Helper()
+	l, h, err := r.TryAcquire(runID)
+	if err != nil {
+		t.Fatalf("TryAcquire(%q): %v", runID, err)
+	}
+	if l == nil {
+		t.Fatalf("TryAcquire(%q): held by %+v", runID, h)
+	}
+	return l
+}
+
+func readPayload(t *testing.T, path string) Payload {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePayload(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func writeLockFile(t *testing.T, path string, v any, mtime time.Time) {
+	t.Helper()
+	var data []byte
+	switch v := v.(type) {
+	case []byte:
+		data = v
+	default:
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deadPid returns the pid of a process that has exited and been reaped.
+func deadPid(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func staleFiles(t *testing.T, lockPath string) []string {
+	t.Helper()
+	m, err := filepath.Glob(lockPath + ".stale.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAcquireWritesPayloadAndReleases(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	r := newTestLocker(t, dir, time.Minute)
+	l := mustAcquire(t, r, "run-1")
+
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("lock dir mode = %v, %v; want 0700", fi.Mode(), err)
+	}
+	if want := filepath.Join(dir, Key("run-1")+".lock"); l.Path != want {
+		t.Fatalf("lock path %s, want %s", l.Path, want)
+	}
+	fi, err = os.Stat(l.Path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file mode = %v, %v; want 0600", fi.Mode(), err)
+	}
+	p := readPayload(t, l.Path)
+	self, _ := SelfIdentity()
+	if p.RunID != "run-1" || p.LockID != l.LockID() || p.Pid != os.Getpid() ||
+		p.Host != self.Host || p.BootID != self.BootID || p.PidNS != self.PidNS ||
+		p.PidStart != self.PidStart || p.Command != "test" || p.FencingToken != 1 {
+		t.Fatalf("payload %+v", p)
+	}
+	if d := p.Expires().Sub(p.Created()); d < 59*time.Second || d > 61*time.Second {
+		t.Fatalf("expires-created = %v, want the TTL", d)
+	}
+	// The raw JSON carries the seed's field names as floats.
+	var raw map[string]any
+	data, _ := os.ReadFile(l.Path)
+	json.Unmarshal(data, &raw)
+	for _, k := range []string{"run_id", "lock_id", "pid", "created_at", "expires_at"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("payload lacks seed field %q", k)
+		}
+	}
+	if _, ok := raw["created_at"].(float64); !ok {
+		t.Errorf("created_at is %T, want a float", raw["created_at"])
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(l.Path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("lock file after release: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp.*"))
+	if len(left) != 0 {
+		t.Fatalf("temp files left: %v", left)
+	}
+}
+
+func TestHeldIsAResultNamingTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	a := newTestLocker(t, dir, time.Minute)
+	b := newTestLocker(t, dir, time.Minute)
+	la := mustAcquire(t, a, "job")
+	before, _ := os.ReadFile(la.Path)
+
+	l, h, err := b.TryAcquire("job")
+	if err != nil || l != nil || h == nil {
+		t.Fatalf("TryAcquire on a held lock = %v, %+v, %v; want nil, holder, nil", l, h, err)
+	}
+	if h.Pid != os.Getpid() || h.RunID != "job" || !h.Local {
+		t.Fatalf("holder %+v", h)
+	}
+	if d := h.Describe(time.Now()); !strings.Contains(d, "pid ") || !strings.Contains(d, "(test)") {
+		t.Fatalf("Describe = %q", d)
+	}
+	_, err = b.Acquire(context.Background(), "job", 0)
+	var he *HeldError
+	if !errors.As(err, &he) || !errors.Is(err, ErrHeld) || he.Holder.LockID != la.LockID() {
+		t.Fatalf("Acquire on a held lock: %v", err)
+	}
+	after, _ := os.ReadFile(la.Path)
+	if string(before) != string(after) {
+		t.Fatal("a conflict changed the lock file")
+	}
+}
+
+func TestReleaseAndRenewOnlyWhileOurs(t *testing.T) {
+	dir := t.TempDir()
+	a := newTestLocker(t, dir, time.Minute)
+	la := mustAcquire(t, a, "job")
+	// Someone else's lock now sits at the path.
+	other := readPayload(t, la.Path)
+	other.LockID = "someone-else"
+	writeLockFile(t, la.Path+".new", other, time.Time{})
+	os.Rename(la.Path+".new", la.Path)
+
+	if err := la.Renew(); !errors.Is(err, ErrLost) {
+		t.Fatalf("Renew of a lock now owned by another: %v, want ErrLost", err)
+	}
+	if err := la.Release(); !errors.Is(err, ErrLost) {
+		t.Fatalf("Release of a lock now owned by another: %v, want ErrLost", err)
+	}
+	if p := readPayload(t, la.Path); p.LockID != "someone-else" || p.ExpiresAt != other.ExpiresAt {
+		t.Fatalf("the other holder's file was touched: %+v", p)
+	}
+	os.Remove(la.Path)
+	if err := la.Release(); !errors.Is(err, ErrLost) {
+		t.Fatalf("Release of a vanished lock: %v, want ErrLost", err)
+	}
+}
+
+func TestRenewPushesExpiry(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), 2*time.Second)
+	l := mustAcquire(t, r, "job")
+	first := readPayload(t, l.Path)
+	r.now = func() time.Time { return time.Now().Add(time.Second) }
+	if err := l.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	second := readPayload(t, l.Path)
+	if second.ExpiresAt <= first.ExpiresAt || second.LockID != first.LockID || second.CreatedAt != first.CreatedAt {
+		t.Fatalf("renew: before %+v after %+v", first, second)
+	}
+}
+
+func TestStaleRules(t *testing.T) {
+	self, err := SelfIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	future, past := epochSeconds(now.Add(time.Hour)), epochSeconds(now.Add(-time.Second))
+	local := func(pid int, start uint64) Payload {
+		return Payload{LockID: "x", Pid: pid, ExpiresAt: future, Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: start}
+	}
+	tests := []struct {
+		name string
+		v    lockView
+		live Liveness
+		want StaleReason
+	}{
+		{"live local holder", lockView{payload: local(10, 5)}, Alive, NotStale},
+		{"expired", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: past}}, Alive, StaleExpired},
+		{"dead local holder", lockView{payload: local(10, 5)}, Dead, StaleDead},
+		{"pid reused", lockView{payload: local(10, 5)}, Reused, StaleReused},
+		{"other host: only the ttl counts", lockView{payload: func() Payload { p := local(10, 5); p.Host = "elsewhere"; return p }()}, Dead, NotStale},
+		{"other boot", lockView{payload: func() Payload { p := local(10, 5); p.BootID = "b"; return p }()}, Dead, NotStale},
+		{"other pid namespace", lockView{payload: func() Payload { p := local(10, 5); p.PidNS = 1; return p }()}, Dead, NotStale},
+		{"seed writer without host", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: future}}, Dead, NotStale},
+		{"torn and fresh", lockView{parseErr: errBadPayload, modTime: now.Add(-time.Second)}, Dead, NotStale},
+		{"torn and old", lockView{parseErr: errBadPayload, modTime: now.Add(-3 * time.Second)}, Dead, StaleCorrupt},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Judge(tc.v, now, self, func(int, uint64) Liveness { return tc.live })
+			if got != tc.want {
+				t.Fatalf("Judge = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProcessLiveness(t *testing.T) {
+	start, err := ProcessStartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ProcessLiveness(os.Getpid(), start); got != Alive {
+		t.Errorf("self = %v", got)
+	}
+	if got := ProcessLiveness(os.Getpid(), start+1); got != Reused {
+		t.Errorf("self with another start time = %v", got)
+	}
+	if got := ProcessLiveness(deadPid(t), 0); got != Dead {
+		t.Errorf("reaped child = %v", got)
+	}
+	// A zombie never renews: dead.
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for ProcessLiveness(cmd.Process.Pid, 0) != Dead {
+		if time.Now().After(deadline) {
+			t.Fatal("unreaped exited child never counted as dead")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestReclaimMovesStaleAsideAndRetakes(t *testing.T) {
+	self, _ := SelfIdentity()
+	now := time.Now()
+	cases := []struct {
+		name    string
+		content any
+		mtime   time.Time
+	}{
+		{"expired", Payload{RunID: "job", LockID: "old", Pid: 1, CreatedAt: epochSeconds(now.Add(-time.Hour)), ExpiresAt: epochSeconds(now.Add(-time.Minute))}, time.Time{}},
+		{"dead holder", Payload{RunID: "job", LockID: "old", Pid: deadPid(t), ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"pid reused", Payload{RunID: "job", LockID: "old", Pid: os.Getpid(), PidStart: self.PidStart + 7, ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"empty and old", []byte{}, now.Add(-time.Minute)},
+		{"garbage and old", []byte("{not json"), now.Add(-time.Minute)},
+		{"oversized and old", []byte(`{"lock_id":"x","expires_at":9e12,"pad":"` + strings.Repeat("a", MaxPayload) + `"}`), now.Add(-time.Minute)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestLocker(t, t.TempDir(), time.Minute)
+			path := r.LockPath("job")
+			writeLockFile(t, path, tc.content, tc.mtime)
+			old, _ := os.ReadFile(path)
+			l := mustAcquire(t, r, "job")
+			stale := staleFiles(t, path)
+			if len(stale) != 1 {
+				t.Fatalf("stale files %v, want one", stale)
+			}
+			if moved, _ := os.ReadFile(stale[0]); string(moved) != string(old) {
+				t.Fatal("the stale file is not the old lock")
+			}
+			if p := readPayload(t, path); p.LockID != l.LockID() {
+				t.Fatalf("new lock %+v", p)
+			}
+		})
+	}
+}
+
+func TestFreshTornFileCountsAsHeld(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	path := r.LockPath("job")
+	writeLockFile(t, path, []byte(`{"run_id":"jo`), time.Now())
+	l, h, err := r.TryAcquire("job")
+	if err != nil || l != nil || h == nil || !h.Torn {
+		t.Fatalf("torn fresh file: %v %+v %v; want held (torn)", l, h, err)
+	}
+	if len(staleFiles(t, path)) != 0 {
+		t.Fatal("a fresh torn file was moved aside")
+	}
+}
+
+func TestStaleNameNeverOverwritten(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	fixed := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return fixed }
+	path := r.LockPath("job")
+	earlier := path + ".stale.1700000000"
+	writeLockFile(t, earlier, []byte("earlier"), time.Time{})
+	for i := 1; i <= 2; i++ {
+		writeLockFile(t, path, Payload{LockID: "old", Pid: 1, ExpiresAt: 1}, time.Time{})
+		l := mustAcquire(t, r, "job")
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, _ := os.ReadFile(earlier); string(data) != "earlier" {
+		t.Fatalf("earlier stale file overwritten: %q", data)
+	}
+	for _, suffix := range []string{".1", ".2"} {
+		if _, err := os.Stat(earlier + suffix); err != nil {
+			t.Fatalf("want %s: %v", earlier+suffix, err)
+		}
+	}
+}
+
+func TestFencingTokenGrows(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	var last uint64
+	for i := 0; i < 3; i++ {
+		l := mustAcquire(t, r, "job")
+		if l.FencingToken() <= last {
+			t.Fatalf("token %d after %d", l.FencingToken(), last)
+		}
+		last = l.FencingToken()
+		env := strings.Join(l.Env(), " ")
+		if !strings.Contains(env, "WITHLOCK_FENCING_TOKEN="+itoa(last)) || !strings.Contains(env, "WITHLOCK_LOCK_ID="+l.LockID()) {
+			t.Fatalf("env %s", env)
+		}
+		l.Release()
+	}
+	// A reclaimed lock carries its token: even with the sidecar gone the
+	// next token is larger.
+	l := mustAcquire(t, r, "job")
+	os.Remove(r.fencePath("job"))
+	p := readPayload(t, l.Path)
+	p.ExpiresAt = 1
+	writeLockFile(t, l.Path, p, time.Time{})
+	l2 := mustAcquire(t, r, "job")
+	if l2.FencingToken() <= l.FencingToken() {
+		t.Fatalf("token after reclaim %d, before %d", l2.FencingToken(), l.FencingToken())
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func TestSeedWriterInterop(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	path := r.LockPath("r-42")
+	// A program following seed 000 alone: O_CREAT|O_EXCL, then its JSON.
+	seedWrite := func(expires time.Time) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return json.NewEncoder(f).Encode(map[string]any{
+			"run_id": "r-42", "lock_id": "seed-token", "pid": 999999,
+			"created_at": epochSeconds(time.Now()), "expires_at": epochSeconds(expires),
+		})
+	}
+	if err := seedWrite(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if l, h, err := r.TryAcquire("r-42"); l != nil || err != nil || h.LockID != "seed-token" {
+		t.Fatalf("live seed lock not respected: %v %+v %v", l, h, err)
+	}
+	os.Remove(path)
+	if err := seedWrite(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, r, "r-42")
+	if len(staleFiles(t, path)) != 1 {
+		t.Fatal("expired seed lock not moved aside")
+	}
+	if err := seedWrite(time.Now().Add(time.Hour)); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("seed writer against our lock: %v, want EEXIST", err)
+	}
+	l.Release()
+}
+
+func TestHeartbeatRenewsAndReportsLoss(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), 150*time.Millisecond)
+	l := mustAcquire(t, r, "job")
+	first := readPayload(t, l.Path).ExpiresAt
+	lost, stop := l.Heartbeat()
+	deadline := time.Now().Add(5 * time.Second)
+	for readPayload(t, l.Path).ExpiresAt == first {
+		if time.Now().After(deadline) {
+			t.Fatal("heartbeat never renewed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	os.Remove(l.Path)
+	select {
+	case err := <-lost:
+		if !errors.Is(err, ErrLost) {
+			t.Fatalf("lost: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loss not reported")
+	}
+	stop()
+}
