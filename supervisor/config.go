@@ -1,0 +1,72 @@
+package supervisor
+
+import (
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// LostPolicy says what Run does when the lock is lost while the child runs.
+type LostPolicy int
+
+const (
+	// KillOnLost tears the child down (TERM → grace → KILL); status 76.
+	KillOnLost LostPolicy = iota
+	// WarnOnLost logs a warning and lets the child run on.
+	WarnOnLost
+)
+
+// Config is what Run needs to start and supervise one child.
+type Config struct {
+	Argv        []string      // command and arguments; Argv[0] is looked up in the PATH of Env
+	Env         []string      // the child's complete environment; nil means os.Environ()
+	Stdin       *os.File      // nil means os.Stdin
+	Stdout      *os.File      // nil means os.Stdout
+	Stderr      *os.File      // nil means os.Stderr
+	Grace       time.Duration // TERM → KILL grace; 0 kills at once
+	Timeout     time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
+	Signals     *Signals      // subscribed by the caller; nil makes Run subscribe itself
+	Lost        <-chan error  // optional: receives once when the lock is lost
+	OnLost      LostPolicy    // what a value on Lost does
+	KeepOrphans bool          // leave reparented daemons running after the main child ends
+	Log         zerolog.Logger
+}
+
+// Reason says why the child ended.
+type Reason int
+
+const (
+	Exited      Reason = iota // exited by itself with a status
+	Signaled                  // died of a signal (forwarded, or KILL after the grace)
+	TimedOut                  // killed because Timeout elapsed
+	LockLost                  // killed because the lock was lost
+	SpawnFailed               // never started
+	Unreaped                  // still not gone after KILL and the final wait (e.g. in D state)
+)
+
+func (r Reason) String() string {
+	switch r {
+	case Exited:
+		return "exited"
+	case Signaled:
+		return "signaled"
+	case TimedOut:
+		return "timed out"
+	case LockLost:
+		return "lock lost"
+	case SpawnFailed:
+		return "spawn failed"
+	case Unreaped:
+		return "unreaped"
+	}
+	return "unknown"
+}
+
+// Result is how the child ended and the status withlock must exit with.
+type Result struct {
+	Status int            // withlock's exit status (SPEC §2 precedence)
+	Reason Reason         // why the child ended
+	Signal syscall.Signal // the signal the child died of, when Reason is Signaled
+}

@@ -1,0 +1,127 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawn starts the child and returns its pid, which is also its process
+// group id. It does not wait for it: the supervision loop reaps it.
+//
+// The caller must have locked its goroutine to the OS thread and keep it
+// locked until the child is reaped. PR_SET_PDEATHSIG fires when the *thread*
+// that forked the child exits, not the process (the Go pdeathsig pitfall,
+// golang.org/issue/27505): forked from an unlocked goroutine, the child could
+// be KILLed whenever the runtime retires that thread, or outlive withlock if
+// the thread is reused oddly. On a locked thread the parent thread is Run's
+// own for the child's whole life.
+func spawn(cfg Config, term *terminal) (int, error) {
+	path, err := lookPath(cfg.Argv[0], cfg.Env)
+	if err != nil {
+		return 0, err
+	}
+	stdin, stdout, stderr := orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
+	sys := &syscall.SysProcAttr{
+		Setpgid:   true,
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if term != nil {
+		// The child makes its new group the terminal's foreground group
+		// itself, between fork and exec, with all signals still blocked
+		// (so no SIGTTOU stops it).
+		sys.Foreground = true
+		sys.Ctty = term.fd
+	}
+	attr := &syscall.ProcAttr{
+		Env:   cfg.Env,
+		Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
+		Sys:   sys,
+	}
+	// The files are handed over as descriptors, never through pipes and
+	// copying goroutines, so a grandchild that keeps stdout open cannot make
+	// withlock wait for it.
+	pid, err := syscall.ForkExec(path, cfg.Argv, attr)
+	runtime.KeepAlive(stdin)
+	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(stderr)
+	if err != nil {
+		return 0, execError(path, err)
+	}
+	return pid, nil
+}
+
+func orStd(f, std *os.File) *os.File {
+	if f == nil {
+		return std
+	}
+	return f
+}
+
+// execError names the command and classifies why exec failed: a missing file
+// is "not found" (127), anything else "not executable" (126), as in sh.
+func execError(path string, err error) error {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("%w: %s: %w", ErrNotFound, path, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrNotExecutable, path, err)
+}
+
+// spawnStatus is withlock's exit status for a child that never started.
+func spawnStatus(err error) int {
+	if errors.Is(err, ErrNotFound) {
+		return StatusNotFound
+	}
+	return StatusNotExecutable
+}
+
+// defaultPath is execvp's search path when PATH is unset.
+const defaultPath = "/bin:/usr/bin"
+
+// lookPath finds name in the PATH of env (the child's environment) the way
+// sh does: a name with a slash is used as it is; otherwise the first
+// executable regular file wins, and a match that is not executable makes the
+// result "not executable" rather than "not found". Empty PATH entries (the
+// current directory) are skipped.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	var denied string
+	for _, dir := range filepath.SplitList(pathOf(env)) {
+		if dir == "" {
+			continue
+		}
+		candidate := filepath.Join(dir, name)
+		fi, err := os.Stat(candidate)
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		if unix.Access(candidate, unix.X_OK) == nil {
+			return candidate, nil
+		}
+		if denied == "" {
+			denied = candidate
+		}
+	}
+	if denied != "" {
+		return "", fmt.Errorf("%w: %s: %w", ErrNotExecutable, denied, unix.EACCES)
+	}
+	return "", fmt.Errorf("%w: %s", ErrNotFound, name)
+}
+
+// pathOf returns the first PATH in env, or defaultPath.
+func pathOf(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			return v
+		}
+	}
+	return defaultPath
+}

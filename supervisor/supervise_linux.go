@@ -1,0 +1,317 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/reaper"
+)
+
+// noCause marks a run that withlock did not kill for a reason of its own:
+// the child's status is passed through.
+const noCause Reason = -1
+
+// supervision is the state of one Run after the child started. Everything
+// happens on Run's goroutine, in one select loop: reaping, forwarding,
+// timers and teardown, so there is nothing to lock.
+//
+// Reaping and the exec status: the child is started with syscall.ForkExec
+// (no os/exec Cmd, no Cmd.Wait), and every exit — the main child's, a
+// reparented daemon's, a zombie's — is collected by reaper.Reap's
+// wait4(-1, WNOHANG) loop on each SIGCHLD. The main child's status is taken
+// from that loop by pid, so the reaper cannot steal it from anyone.
+// SIGCHLD is subscribed before the fork and Reap runs on every turn of the
+// loop, so an exit can be late by one turn but never lost.
+type supervision struct {
+	cfg  Config
+	log  zerolog.Logger
+	self int // our pid: the root of the tree we clean
+	pid  int // the main child, also its process group id
+	term *terminal
+	chld <-chan os.Signal
+
+	exited bool            // the main child is reaped
+	status unix.WaitStatus // its status, once exited
+
+	cause    Reason    // TimedOut or LockLost when withlock killed for that; else noCause
+	tearing  bool      // TERM has gone out; KILL is due at killAt
+	killAt   time.Time // when the grace ends
+	killedAt time.Time // when KILL went out; zero before
+	draining bool      // the main child is gone; leftovers are being cleaned
+}
+
+func (s *supervision) run(ctx context.Context) Result {
+	timeout := startTimer(s.cfg.Timeout)
+	defer stopTimer(timeout)
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	lost, done := s.cfg.Lost, ctx.Done()
+
+	for {
+		s.reap()
+		if s.exited && !s.draining {
+			s.startDraining()
+		}
+		if s.draining && s.treeGone() {
+			break
+		}
+		if !s.killedAt.IsZero() && time.Since(s.killedAt) > finalWait {
+			s.giveUp()
+			break
+		}
+		wake.Reset(s.nextWake())
+		select {
+		case <-s.chld:
+		case sig := <-s.cfg.Signals.C():
+			s.onSignal(sig)
+		case <-timerC(timeout):
+			timeout = nil
+			s.log.Info().Dur("timeout", s.cfg.Timeout).Msg("timeout elapsed, stopping the command")
+			s.teardown(TimedOut)
+		case err := <-lost:
+			lost = nil
+			s.onLost(err)
+		case <-done:
+			done = nil
+			s.log.Debug().Err(ctx.Err()).Msg("context done, stopping the command")
+			s.teardown(noCause)
+		case <-wake.C:
+		}
+		if s.tearing && s.killedAt.IsZero() && !time.Now().Before(s.killAt) {
+			s.kill()
+		}
+	}
+	s.restoreTerminal()
+	return s.result()
+}
+
+// nextWake is how long the loop may sleep without an event: until the grace
+// ends, or one poll interval while leftovers are awaited.
+func (s *supervision) nextWake() time.Duration {
+	if s.tearing && s.killedAt.IsZero() {
+		d := time.Until(s.killAt)
+		if s.draining && d > pollInterval {
+			return pollInterval
+		}
+		return max(d, 0)
+	}
+	if s.draining || !s.killedAt.IsZero() {
+		return pollInterval
+	}
+	return time.Hour
+}
+
+// reap collects every exited child and notes the main child's status.
+func (s *supervision) reap() {
+	exits, err := reaper.Reap()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("reap")
+	}
+	for _, e := range exits {
+		if e.Pid == s.pid {
+			s.exited, s.status = true, e.Status
+			s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("child ended")
+			continue
+		}
+		s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("reaped orphan")
+	}
+}
+
+// onSignal forwards sig to the child's group; TERM and INT also start
+// teardown, and a second one during the grace kills at once.
+func (s *supervision) onSignal(sig os.Signal) {
+	if startsTeardown(sig) && s.tearing && s.killedAt.IsZero() {
+		s.log.Info().Stringer("signal", sig).Msg("second signal during the grace, killing now")
+		s.kill()
+		return
+	}
+	s.log.Debug().Stringer("signal", sig).Msg("forwarding")
+	s.signalGroup(sig.(syscall.Signal))
+	if startsTeardown(sig) {
+		s.teardown(noCause)
+	}
+}
+
+// onLost applies the lost-lock policy.
+func (s *supervision) onLost(err error) {
+	if s.cfg.OnLost == WarnOnLost {
+		s.log.Warn().Err(err).Msg("lock lost; the command runs on (--on-lock-lost warn)")
+		return
+	}
+	s.log.Error().Err(err).Msg("lock lost, stopping the command")
+	s.teardown(LockLost)
+}
+
+// teardown starts TERM → grace → KILL for cause (noCause: pass the child's
+// status through). The first cause wins; a child that already ended by
+// itself keeps its own status. Signal-started teardown has already
+// forwarded its signal, so only withlock's own causes send TERM here.
+func (s *supervision) teardown(cause Reason) {
+	if cause != noCause && s.cause == noCause && !s.exited {
+		s.cause = cause
+		s.signalGroup(syscall.SIGTERM)
+	}
+	if !s.tearing {
+		s.tearing = true
+		s.killAt = time.Now().Add(s.cfg.Grace)
+	}
+}
+
+// startDraining runs once the main child is reaped: the terminal comes back
+// to withlock, and the rest of its group and every reparented descendant get
+// TERM, with KILL due after the grace (or at the teardown's deadline, if one
+// runs already, so the whole stop fits in one grace).
+func (s *supervision) startDraining() {
+	s.draining = true
+	s.restoreTerminal()
+	if s.cfg.KeepOrphans {
+		return
+	}
+	left := s.descendants()
+	if len(left) == 0 {
+		return
+	}
+	s.log.Debug().Int("count", len(left)).Msg("stopping leftover processes")
+	if !s.killedAt.IsZero() {
+		s.kill()
+		return
+	}
+	s.signalGroup(syscall.SIGTERM)
+	s.signalTree(left, syscall.SIGTERM)
+	if !s.tearing {
+		s.tearing = true
+		s.killAt = time.Now().Add(s.cfg.Grace)
+	}
+}
+
+// kill sends KILL to the child's group and every descendant. It runs again
+// on each poll after the first KILL, for processes forked meanwhile.
+func (s *supervision) kill() {
+	if s.killedAt.IsZero() {
+		s.killedAt = time.Now()
+		s.log.Debug().Msg("grace over, killing")
+	}
+	s.signalGroup(syscall.SIGKILL)
+	if !s.cfg.KeepOrphans {
+		s.signalTree(s.descendants(), syscall.SIGKILL)
+	}
+}
+
+// treeGone reports whether nothing is left to wait for. Killed leftovers get
+// KILL again on every poll, in case one forked between scan and signal.
+func (s *supervision) treeGone() bool {
+	if s.cfg.KeepOrphans {
+		return true
+	}
+	left := s.descendants()
+	if len(left) > 0 && !s.killedAt.IsZero() {
+		s.signalTree(left, syscall.SIGKILL)
+	}
+	return len(left) == 0
+}
+
+// giveUp logs what is still there after KILL and the final wait.
+func (s *supervision) giveUp() {
+	left := s.descendants()
+	pids := make([]int, 0, len(left))
+	for _, p := range left {
+		pids = append(pids, p.Pid)
+	}
+	s.log.Error().Ints("pids", pids).Bool("child_reaped", s.exited).Dur("waited", finalWait).
+		Msg("processes survive KILL (uninterruptible sleep?); giving up on them")
+}
+
+func (s *supervision) restoreTerminal() {
+	if err := s.term.restore(); err != nil {
+		s.log.Warn().Err(err).Msg("terminal")
+	}
+	s.term = nil
+}
+
+// signalGroup signals the child's process group; an empty group is fine. A
+// main child that left its group (setsid, setpgid) is signalled by pid too;
+// its pid cannot be reused before we reap it, so that is safe.
+func (s *supervision) signalGroup(sig syscall.Signal) {
+	err := unix.Kill(-s.pid, sig)
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pid).Msg("signal group")
+	}
+	if s.exited {
+		return
+	}
+	if pgid, err := unix.Getpgid(s.pid); err == nil && pgid != s.pid {
+		_ = unix.Kill(s.pid, sig)
+	}
+}
+
+func (s *supervision) signalTree(ps []reaper.Process, sig syscall.Signal) {
+	if err := reaper.SignalAll(ps, sig); err != nil {
+		s.log.Warn().Err(err).Stringer("signal", sig).Msg("signal leftovers")
+	}
+}
+
+// descendants lists our live descendants. If /proc cannot be read there is
+// nothing better to do than log it and report none (Run must return).
+func (s *supervision) descendants() []reaper.Process {
+	ps, err := reaper.Descendants(s.self)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("list descendants")
+	}
+	return ps
+}
+
+// result applies SPEC §2: a kill withlock started for a reason keeps that
+// reason's status; otherwise the child's own status (128+N for signal N).
+func (s *supervision) result() Result {
+	var r Result
+	switch {
+	case !s.exited:
+		r = Result{Status: 128 + int(syscall.SIGKILL), Reason: Unreaped, Signal: syscall.SIGKILL}
+	case s.status.Signaled():
+		r = Result{Status: exitStatus(s.status), Reason: Signaled, Signal: s.status.Signal()}
+	default:
+		r = Result{Status: exitStatus(s.status), Reason: Exited}
+	}
+	switch s.cause {
+	case TimedOut:
+		r.Status, r.Reason = StatusTimedOut, TimedOut
+	case LockLost:
+		r.Status, r.Reason = StatusLockLost, LockLost
+	}
+	return r
+}
+
+// exitStatus is the shell's view of a wait status.
+func exitStatus(ws unix.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+func startTimer(d time.Duration) *time.Timer {
+	if d <= 0 {
+		return nil
+	}
+	return time.NewTimer(d)
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// timerC is t's channel, or nil (never ready) for no timer.
+func timerC(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
