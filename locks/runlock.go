@@ -399,7 +399,10 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			if fatal, ok := r.fault(runID, err, &faults, left); ok {
 				return nil, fatal
 			}
-			w.Wait(min(bo.next(), max(left, 0)), 0)
+			// Retry a fault after a pause even when the wait is over: the
+			// attempts are bounded by maxFaults, and a transient error
+			// (a directory being recreated) deserves a moment.
+			w.Wait(bo.next(), 0)
 			continue
 		}
 		faults = 0

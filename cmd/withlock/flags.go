@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// Flags shared by every command that runs a child (run, scope).
+func superviseFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "wait", Value: "0", Usage: "wait this long for the lock (`DUR` or \"forever\")"},
+		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "TERM→KILL grace when tearing the child down"},
+		&cli.DurationFlag{Name: "timeout", Usage: "kill the child after this long and exit 124, like timeout(1)"},
+		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else"},
+		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn"},
+		&cli.BoolFlag{Name: "die-with-parent", Usage: "end (tearing the child down) when withlock's parent dies"},
+		&cli.BoolFlag{Name: "keep-orphans", Usage: "let daemons the child left behind live on after it exits"},
+	}
+}
+
+// Logging flags, on every command.
+func logFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
+	}
+}
+
+// superviseOptions are the parsed shared flags.
+type superviseOptions struct {
+	wait             time.Duration // <0: forever
+	grace            time.Duration
+	timeout          time.Duration
+	conflictExitCode int
+	killOnLost       bool
+	dieWithParent    bool
+	keepOrphans      bool
+}
+
+func parseSuperviseOptions(c *cli.Context) (superviseOptions, error) {
+	o := superviseOptions{
+		grace:            c.Duration("grace"),
+		timeout:          c.Duration("timeout"),
+		conflictExitCode: c.Int("conflict-exit-code"),
+		dieWithParent:    c.Bool("die-with-parent"),
+		keepOrphans:      c.Bool("keep-orphans"),
+	}
+	var err error
+	if o.wait, err = parseWait(c.String("wait")); err != nil {
+		return o, err
+	}
+	if o.grace < 0 {
+		return o, usageError("--grace %v: must not be negative", o.grace)
+	}
+	if o.timeout < 0 {
+		return o, usageError("--timeout %v: must not be negative", o.timeout)
+	}
+	if o.conflictExitCode < 0 || o.conflictExitCode > 255 {
+		return o, usageError("--conflict-exit-code %d: must be 0..255", o.conflictExitCode)
+	}
+	switch c.String("on-lock-lost") {
+	case "kill":
+		o.killOnLost = true
+	case "warn":
+	default:
+		return o, usageError("--on-lock-lost %q: want kill or warn", c.String("on-lock-lost"))
+	}
+	return o, nil
+}
+
+// parseWait reads --wait: a duration, a bare number of seconds, or
+// "forever" (returned as -1).
+func parseWait(s string) (time.Duration, error) {
+	if s == "forever" || s == "inf" {
+		return -1, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		var n float64
+		if _, serr := fmt.Sscanf(s, "%g", &n); serr != nil || fmt.Sprint(n) != strings.TrimLeft(s, "+") {
+			return 0, usageError("--wait %q: want a duration (30s, 5m) or \"forever\"", s)
+		}
+		d = time.Duration(n * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, usageError("--wait %q: must not be negative", s)
+	}
+	return d, nil
+}
+
+// newLogger builds the stderr logger from the logging flags. The console
+// form is one plain line per event, prefixed "withlock:".
+func newLogger(c *cli.Context) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(c.String("log-level"))
+	if err != nil || c.String("log-level") == "" {
+		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	switch c.String("log-format") {
+	case "json":
+		return zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger(), nil
+	case "console":
+		w := zerolog.ConsoleWriter{
+			Out:         os.Stderr,
+			NoColor:     !term.IsTerminal(int(os.Stderr.Fd())),
+			PartsOrder:  []string{zerolog.LevelFieldName, zerolog.MessageFieldName},
+			FormatLevel: func(any) string { return "withlock:" },
+			// The message names everything a person needs; the fields that
+			// only machines want stay in the JSON form.
+			FieldsExclude: []string{"event", "run_id", "holder_pid"},
+		}
+		return zerolog.New(w).Level(level), nil
+	}
+	return zerolog.Nop(), usageError("--log-format %q: want console or json", c.String("log-format"))
+}

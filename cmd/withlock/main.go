@@ -1,0 +1,34 @@
+// Command withlock takes a lock, runs a command as a supervised child, and
+// always cleans up: lock released, the child's process tree gone, the exit
+// status passed through.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(Main(os.Args))
+}
+
+// Main runs the command line and returns the exit status. It is the only
+// caller of os.Exit's value, so every deferred release inside a command
+// runs before the process ends.
+func Main(args []string) int {
+	app := newApp()
+	err := app.Run(reorderArgs(app, args))
+	return report(err)
+}
+
+// report prints err (unless it asks for silence) and returns its status.
+func report(err error) int {
+	if err == nil {
+		return 0
+	}
+	code, msg := statusOf(err)
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, "withlock: "+msg)
+	}
+	return code
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/supervisor"
+)
+
+func runCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+		&cli.DurationFlag{Name: "ttl", Usage: "lock lifetime without renewal (else $WITHLOCK_TTL, $NEXUSCORE_RUN_LOCK_TTL_SECONDS, 30s)"},
+	}
+	flags = append(flags, superviseFlags()...)
+	flags = append(flags, logFlags()...)
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
+		ArgsUsage: "RUN_ID -- COMMAND [ARGS...]",
+		Description: `At most one holder per RUN_ID at a time. Exits 75 at once when the lock is
+held (or after --wait), 73 when it cannot be taken because of an error, and
+otherwise with the command's own status (128+N when it died of signal N).
+
+Examples:
+   withlock run nightly-backup -q --conflict-exit-code 0 -- /usr/local/bin/backup
+   withlock run r-42 --wait 30s -- resume-run r-42`,
+		Flags:  flags,
+		Action: runAction,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError("run: %v", err)
+		},
+	}
+}
+
+// splitRunArgs takes RUN_ID -- COMMAND [ARGS...] apart.
+func splitRunArgs(args []string) (string, []string, error) {
+	if len(args) == 0 || args[0] == "--" {
+		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID -- COMMAND [ARGS...])")
+	}
+	runID, rest := args[0], args[1:]
+	if runID == "" {
+		return "", nil, usageError("run: empty RUN_ID")
+	}
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return "", nil, usageError("run: missing COMMAND after RUN_ID %q", runID)
+	}
+	return runID, rest, nil
+}
+
+func runAction(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	// Subscribe to signals first: one that arrives while we wait for the
+	// lock or while the child is being spawned is queued, not lost.
+	sigs := supervisor.Notify()
+	defer sigs.Stop()
+
+	runID, argv, err := splitRunArgs(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	opts, err := parseSuperviseOptions(c)
+	if err != nil {
+		return err
+	}
+	ttl, err := locks.ResolveTTL(c.Duration("ttl"), os.Getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), ttl)
+	if err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	locker.Command = strings.Join(argv, " ")
+	locker.Log = log
+	return superviseUnderLock(c, log, sigs, opts, fileBackend{locker}, runID, argv)
+}
+
+// superviseUnderLock is the life of `withlock run` once flags are parsed:
+// wait for the lock (a signal aborts the wait), run the child with a
+// heartbeat, release, and pass the status through.
+func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
+	opts superviseOptions, be backend, runID string, argv []string) error {
+	if opts.dieWithParent {
+		if err := supervisor.DieWithParent(); err != nil {
+			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
+		}
+	}
+	lock, err := acquireInterruptible(sigs, be, runID, opts.wait)
+	if err != nil {
+		return acquireFailure(c, log, opts, runID, err)
+	}
+	lost, stopHeartbeat := lock.Heartbeat()
+	defer releaseBounded(log, runID, lock, stopHeartbeat)
+
+	res, err := supervisor.Run(context.Background(), supervisor.Config{
+		Argv:        argv,
+		Env:         append(os.Environ(), lock.Env()...),
+		Grace:       opts.grace,
+		Timeout:     opts.timeout,
+		Signals:     sigs,
+		Lost:        lost,
+		OnLost:      lostPolicy(opts.killOnLost),
+		KeepOrphans: opts.keepOrphans,
+		Log:         log,
+	})
+	if err != nil {
+		log.Error().Str("event", "spawn_failed").Msg(err.Error())
+	}
+	return silentExit(res.Status)
+}
+
+func lostPolicy(kill bool) supervisor.LostPolicy {
+	if kill {
+		return supervisor.KillOnLost
+	}
+	return supervisor.WarnOnLost
+}
+
+// signalled is the cause of a wait aborted by a signal.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
+
+// acquireInterruptible waits for the lock while watching for signals: one
+// whose default action ends a process aborts the wait.
+func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs.C():
+				if supervisor.AbortsWait(s) {
+					cancel(signalled{s})
+					return
+				}
+			}
+		}
+	}()
+	lock, err := be.Acquire(ctx, runID, wait)
+	close(done)
+	<-watcherDone
+	if cause := context.Cause(ctx); lock != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		// The signal won the race with the grant: honour it, run nothing.
+		if rerr := lock.Release(); rerr != nil {
+			return nil, fmt.Errorf("%w (and release failed: %v)", cause, rerr)
+		}
+		return nil, cause
+	}
+	return lock, err
+}
+
+// acquireFailure maps a failed acquisition to its exit status and line.
+func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, runID string, err error) error {
+	var sig signalled
+	var held *locks.HeldError
+	switch {
+	case errors.As(err, &sig):
+		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+	case errors.As(err, &held):
+		if !c.Bool("quiet") {
+			log.Error().Str("event", "conflict").Str("run_id", runID).
+				Int("holder_pid", held.Holder.Pid).Msg(held.Error())
+		}
+		return silentExit(opts.conflictExitCode)
+	case errors.Is(err, locks.ErrHeld):
+		if !c.Bool("quiet") {
+			log.Error().Str("event", "conflict").Str("run_id", runID).Msg(err.Error())
+		}
+		return silentExit(opts.conflictExitCode)
+	}
+	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
+}
+
+// releaseBounded stops the heartbeat and releases the lock, giving up after
+// a bound: a release that cannot finish is logged and never blocks exit
+// (the TTL frees the lock anyway).
+func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func()) {
+	stopHeartbeat()
+	done := make(chan error, 1)
+	go func() { done <- lock.Release() }()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, locks.ErrLost) {
+			log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+		}
+	case <-time.After(5 * time.Second):
+		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+	}
+}
