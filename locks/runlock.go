@@ -33,6 +33,10 @@ type RunLocker struct {
 	FS         FS             // nil means OSFS
 	GuardBound time.Duration  // 0 means DefaultGuardBound
 	Log        zerolog.Logger // events: reclaimed, renewed, released
+	// OnWait, when set, is called before each wait for a held lock with
+	// the holder and how long this acquirer has waited so far (the
+	// command line draws its waiting line and logs the event from it).
+	OnWait func(holder *Holder, waited time.Duration)
 
 	self Identity
 	now  func() time.Time
@@ -417,6 +421,9 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			timeout = min(timeout, until)
 		} else {
 			timeout = min(timeout, 5*time.Millisecond)
+		}
+		if r.OnWait != nil {
+			r.OnWait(holder, now.Sub(start))
 		}
 		pid := 0
 		if holder.Local {

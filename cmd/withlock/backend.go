@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"os"
+	"sort"
 	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -21,6 +26,41 @@ type heldLock interface {
 // and context.Cause(ctx) when ctx ended.
 type backend interface {
 	Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error)
+}
+
+// backends maps --backend names to constructors. "file" is registered
+// here; other backends register from their own files (see backend_*.go).
+// command is the child's command line (recorded for status), onWait is
+// called while the lock is held by someone else.
+var backends = map[string]func(c *cli.Context, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error){
+	"file": newFileBackend,
+}
+
+// backendFlags are the flags other backends add to `withlock run`.
+var backendFlags []cli.Flag
+
+func backendNames() []string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func newFileBackend(c *cli.Context, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
+	ttl, err := locks.ResolveTTL(c.Duration("ttl"), os.Getenv)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), ttl)
+	if err != nil {
+		return nil, exitWith(exitCantCreate, err)
+	}
+	locker.Command = command
+	locker.Log = log
+	locker.OnWait = onWait
+	return fileBackend{locker}, nil
 }
 
 // fileBackend is the local run lock of SPEC §3.

@@ -19,7 +19,9 @@ func runCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "lock lifetime without renewal (else $WITHLOCK_TTL, $NEXUSCORE_RUN_LOCK_TTL_SECONDS, 30s)"},
+		&cli.StringFlag{Name: "backend", Value: "file", EnvVars: []string{"WITHLOCK_BACKEND"}, Usage: "where the lock lives: " + strings.Join(backendNames(), "|")},
 	}
+	flags = append(flags, backendFlags...)
 	flags = append(flags, superviseFlags()...)
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
@@ -77,30 +79,30 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ttl, err := locks.ResolveTTL(c.Duration("ttl"), os.Getenv)
-	if err != nil {
-		return usageError("%v", err)
+	newBackend, ok := backends[c.String("backend")]
+	if !ok {
+		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
 	}
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), ttl)
+	line := newWaitLine(runID)
+	be, err := newBackend(c, log, strings.Join(argv, " "), line.Update)
 	if err != nil {
-		return exitWith(exitCantCreate, err)
+		return err
 	}
-	locker.Command = strings.Join(argv, " ")
-	locker.Log = log
-	return superviseUnderLock(c, log, sigs, opts, fileBackend{locker}, runID, argv)
+	return superviseUnderLock(c, log, sigs, opts, be, runID, argv, line.Done)
 }
 
 // superviseUnderLock is the life of `withlock run` once flags are parsed:
 // wait for the lock (a signal aborts the wait), run the child with a
 // heartbeat, release, and pass the status through.
 func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be backend, runID string, argv []string) error {
+	opts superviseOptions, be backend, runID string, argv []string, afterWait func()) error {
 	if opts.dieWithParent {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
 	}
 	lock, err := acquireInterruptible(sigs, be, runID, opts.wait)
+	afterWait()
 	if err != nil {
 		return acquireFailure(c, log, opts, runID, err)
 	}
