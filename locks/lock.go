@@ -58,7 +58,7 @@ func (l *Lock) verifyOwned() error {
 	if v.parseErr != nil {
 		return fmt.Errorf("%w: %s was replaced by an unreadable file", ErrLost, l.Path)
 	}
-	if v.payload.LockID != l.payload.LockID {
+	if v.payload.LockID != l.payload.LockID && !brokenLockIDCheck {
 		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, v.payload.Pid, v.payload.LockID)
 	}
 	return nil
@@ -86,6 +86,7 @@ func (l *Lock) Renew() error {
 	if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
 		return err
 	}
+	r.at("renew:after-temp")
 	if err := fsys.Rename(tmp, l.Path); err != nil {
 		fsys.Remove(tmp)
 		return err

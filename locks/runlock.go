@@ -93,6 +93,7 @@ func (r *RunLocker) guardBound() time.Duration {
 }
 
 func (r *RunLocker) at(point string) {
+	crashPoint(point)
 	if r.hook != nil {
 		r.hook(point)
 	}
@@ -274,6 +275,7 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 			r.Log.Warn().Str("lock_file", lockPath).Msg("lock file changed while being reclaimed; put back")
 			return false, nil
 		}
+		r.at("reclaim:after-rename")
 		r.Log.Info().Str("event", "reclaimed").Str("reason", string(reason)).
 			Str("lock_file", lockPath).Str("moved_to", dst).
 			Int("holder_pid", v.payload.Pid).Str("run_id", v.payload.RunID).Msg("reclaimed stale lock")

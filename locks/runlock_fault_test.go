@@ -318,8 +318,13 @@ func TestDeletedDirRecreatedWhileWaiting(t *testing.T) {
 		got <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
+	// The waiter may be creating its guard file while the tree goes: retry
+	// until one RemoveAll sees it through (as a teardown's rm -rf would).
+	deadline := time.Now().Add(10 * time.Second)
+	for err := os.RemoveAll(dir); err != nil; err = os.RemoveAll(dir) {
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case err := <-got:

@@ -1,0 +1,19 @@
+//go:build withlock_crashpoints
+
+package locks
+
+import (
+	"os"
+	"syscall"
+)
+
+// crashPoint kills this process with SIGKILL when WITHLOCK_CRASH_AT names
+// the point: a test-only build for the crash-point rows of the scorecard.
+// Points: acquire:after-temp, acquire:after-link, renew:after-temp,
+// reclaim:after-rename, scope:mid-write.
+func crashPoint(name string) {
+	if os.Getenv("WITHLOCK_CRASH_AT") == name {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never returns: KILL is on its way
+	}
+}
