@@ -16,7 +16,10 @@ type FS interface {
 	// following a symlink and without blocking on a FIFO.
 	ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error)
 	// WriteNew creates path exclusively (O_EXCL, no symlink follow) with
-	// perm, writes data, fsyncs and closes. On error nothing is left behind.
+	// perm, writes data and closes. On error nothing is left behind. It does
+	// not fsync: a lock means nothing after a crash of the machine (the
+	// boot id changes and a torn file is judged stale), and an fsync costs
+	// more than the rest of an acquisition on a disk-backed /tmp.
 	WriteNew(path string, data []byte, perm fs.FileMode) error
 	Link(oldpath, newpath string) error
 	// RenameNoReplace renames without ever replacing newpath (EEXIST when
@@ -49,10 +52,6 @@ func (OSFS) WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Sync(); err != nil {
 		f.Close()
 		return err
 	}

@@ -384,8 +384,15 @@ func truncate(s string, n int) string {
 // ctx ending aborts the wait with context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	start := r.now()
-	w := newWaker(ctx, r.Dir, Key(runID)+".lock")
-	defer w.Close()
+	// The waker (inotify, pidfd, a pipe) is made only once there is
+	// something to wait for; the attempt after it is made sees every
+	// change from then on.
+	var w *waker
+	defer func() {
+		if w != nil {
+			w.Close()
+		}
+	}()
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
 	for {
@@ -405,6 +412,9 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			if fatal, ok := r.fault(runID, err, &faults, left); ok {
 				return nil, fatal
 			}
+			if w == nil {
+				w = newWaker(ctx, r.Dir, Key(runID)+".lock")
+			}
 			// Retry a fault after a pause even when the wait is over: the
 			// attempts are bounded by maxFaults, and a transient error
 			// (a directory being recreated) deserves a moment.
@@ -414,6 +424,10 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		faults = 0
 		if left <= 0 {
 			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
+		}
+		if w == nil {
+			w = newWaker(ctx, r.Dir, Key(runID)+".lock")
+			continue
 		}
 		timeout := min(left, bo.next())
 		if w.Watching() {

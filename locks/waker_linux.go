@@ -148,13 +148,20 @@ func (w *waker) watchPid(pid int) {
 	}
 }
 
+// Close releases the waker. Closing an inotify instance waits for an RCU
+// grace period in the kernel (10–20 ms measured here), which would sit
+// between getting the lock and starting the child; it is closed in the
+// background instead.
 func (w *waker) Close() {
 	if w.stop != nil {
 		w.stop()
 	}
-	for _, fd := range []int{w.ino, w.pipeR, w.pipeW, w.pidfd} {
+	for _, fd := range []int{w.pipeR, w.pipeW, w.pidfd} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
+	}
+	if w.ino >= 0 {
+		go unix.Close(w.ino)
 	}
 }
