@@ -1,0 +1,170 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"time"
+)
+
+// ErrNoLock: there is no lock file for the run id (nothing to break).
+var ErrNoLock = errors.New("no lock")
+
+// LiveHolderError is Break's refusal: the holder is alive, or nothing says
+// it is not (another host, a fresh torn file). It matches ErrHeld.
+type LiveHolderError struct {
+	RunID    string
+	Holder   Holder
+	Liveness HolderLiveness
+	At       time.Time
+}
+
+func (e *LiveHolderError) Error() string {
+	where := "alive on this host"
+	switch {
+	case e.Holder.Torn:
+		where = "too fresh to call corrupt"
+	case e.Liveness != HolderAlive:
+		where = "not on this host, so its liveness is unknown, and the lock has not expired"
+	}
+	return fmt.Sprintf("run %q is held by %s, %s", e.RunID, e.Holder.Describe(e.At), where)
+}
+
+func (e *LiveHolderError) Unwrap() error { return ErrHeld }
+
+// Broken is a lock that Break moved aside.
+type Broken struct {
+	Holder  Holder
+	Reason  StaleReason // why it was stale; NotStale when forced over a live holder
+	MovedTo string
+}
+
+// Break moves the lock of runID aside to <lock>.stale.<unix-ts> (never over
+// an earlier stale file), under the same per-run-id guard as every other
+// state transition, so it cannot race an acquire, renew or release.
+//
+// Without force only a lock that the stale rules already condemn is moved
+// (expired, holder dead, pid reused, corrupt): what the next acquirer would
+// do anyway, done now. A lock whose holder is alive, or cannot be judged,
+// is refused with a *LiveHolderError. With force any lock file is moved,
+// even one that cannot be read. No lock: ErrNoLock. The fencing counter is
+// left alone, so the next holder still gets a larger token.
+func (r *RunLocker) Break(runID string, force bool) (*Broken, error) {
+	lockPath := r.LockPath(runID)
+	if _, err := r.fsys().Lstat(lockPath); errors.Is(err, fs.ErrNotExist) {
+		// Checked before the guard so that breaking a free run id does not
+		// leave a guard file (or a directory) behind.
+		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
+	}
+	g, err := r.lockGuard(runID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockGuard(g)
+
+	v, err := r.read(lockPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
+	case err != nil && !force:
+		return nil, fmt.Errorf("%w (--force moves it aside unread)", err)
+	case err != nil:
+		return r.breakUnreadable(lockPath)
+	}
+	now := r.now()
+	h := r.holder(lockPath, v)
+	reason := Judge(v, now, r.self, r.live)
+	if reason == NotStale && !force {
+		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: now}
+	}
+	dst, err := r.moveLockAside(lockPath, v.ino)
+	if err != nil {
+		return nil, err
+	}
+	r.Log.Info().Str("event", "broken").Str("run_id", runID).Str("reason", string(reason)).
+		Bool("forced", reason == NotStale).Int("holder_pid", v.payload.Pid).
+		Str("lock_file", lockPath).Str("moved_to", dst).Msg("lock moved aside")
+	return &Broken{Holder: *h, Reason: reason, MovedTo: dst}, nil
+}
+
+// breakUnreadable moves aside a lock path that could not be read (a FIFO,
+// a symlink, a file we may not open), by its inode.
+func (r *RunLocker) breakUnreadable(lockPath string) (*Broken, error) {
+	fi, err := r.fsys().Lstat(lockPath)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := r.moveLockAside(lockPath, inode(fi))
+	if err != nil {
+		return nil, err
+	}
+	return &Broken{Holder: Holder{Path: lockPath, Torn: true, ModTime: fi.ModTime()}, Reason: StaleCorrupt, MovedTo: dst}, nil
+}
+
+// errReplaced: the lock file changed between the read and the move.
+var errReplaced = errors.New("lock file replaced while being moved aside; put back")
+
+// moveLockAside renames lockPath to <lockPath>.stale.<unix-ts>, adding .1,
+// .2, … rather than replacing an earlier stale file, and checks that the
+// file moved is the inode that was judged (ino 0: unknown, not checked).
+// It is the naming of ReclaimStale, which does the same for acquirers.
+func (r *RunLocker) moveLockAside(lockPath string, ino uint64) (string, error) {
+	fsys := r.fsys()
+	base := lockPath + ".stale." + strconv.FormatInt(r.now().Unix(), 10)
+	for i := 0; i < 1000; i++ {
+		dst := base
+		if i > 0 {
+			dst = base + "." + strconv.Itoa(i)
+		}
+		err := fsys.RenameNoReplace(lockPath, dst)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi, err := fsys.Lstat(dst); err == nil && ino != 0 && inode(fi) != ino {
+			if fsys.Link(dst, lockPath) == nil {
+				fsys.Remove(dst)
+			}
+			return "", fmt.Errorf("%s: %w", lockPath, errReplaced)
+		}
+		return dst, nil
+	}
+	return "", fmt.Errorf("move %s aside: too many stale files for one second", lockPath)
+}
+
+// AwaitRelease waits until the lock file of runID no longer carries lockID
+// — released, reclaimed, broken or taken over — or its holder on this host
+// is dead (the lock is then stale), or ctx ends (its cause is returned).
+// It blocks on the same wake-ups as Acquire: the lock file removed or
+// renamed (inotify), the holder gone (pidfd), else a one-second poll.
+func (r *RunLocker) AwaitRelease(ctx context.Context, runID, lockID string) error {
+	w := newWaker(ctx, r.Dir, Key(runID)+".lock")
+	defer w.Close()
+	for {
+		v, err := r.read(r.LockPath(runID))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		pid := 0
+		if err == nil && v.parseErr == nil {
+			if v.payload.LockID != lockID {
+				return nil
+			}
+			switch r.holderLiveness(v.payload) {
+			case HolderDead, HolderReused:
+				return nil
+			case HolderAlive:
+				pid = v.payload.Pid
+			}
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		w.Watching()
+		w.Wait(time.Second, pid)
+	}
+}

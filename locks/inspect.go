@@ -1,0 +1,223 @@
+package locks
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A read-only look at a lock directory, for `withlock status`: every run
+// lock with its holder and what the stale rules say of it, and the files
+// that wait for `withlock gc`. Nothing here writes, takes the guard or
+// reclaims: status must be safe to run at any moment.
+
+// LockState is what one lock file amounts to.
+type LockState string
+
+const (
+	StateHeld       LockState = "held"       // a live (or not provably dead) holder
+	StateStale      LockState = "stale"      // the next acquirer will move it aside; see StaleReason
+	StateTorn       LockState = "torn"       // unparseable but younger than TornGrace: counts as held
+	StateUnreadable LockState = "unreadable" // could not be opened or read (not a regular file, EACCES)
+)
+
+// HolderLiveness is what can be said about a lock's holder from here.
+type HolderLiveness string
+
+const (
+	HolderAlive   HolderLiveness = "alive"
+	HolderDead    HolderLiveness = "dead"
+	HolderReused  HolderLiveness = "pid reused"
+	HolderUnknown HolderLiveness = "unknown" // another host, boot or pid namespace, or no payload
+)
+
+// LockInfo is one run lock file as Inspect found it.
+type LockInfo struct {
+	Key         string // sha256hex(run_id), from the file name
+	Path        string
+	State       LockState
+	StaleReason StaleReason // set when State is StateStale
+	Liveness    HolderLiveness
+	Payload     Payload // zero when the file did not parse
+	ModTime     time.Time
+	Err         error // why the file is unreadable, torn or corrupt
+}
+
+// LeftoverKind says what a file waiting for gc is.
+type LeftoverKind string
+
+const (
+	LeftoverStale LeftoverKind = "stale" // a lock moved aside: <key>.lock.stale.<unix-ts>[.n]
+	LeftoverTemp  LeftoverKind = "temp"  // a temp file a writer left: *.tmp.*
+)
+
+// Leftover is a file that `withlock gc` removes once it is old enough.
+type Leftover struct {
+	Path  string
+	Kind  LeftoverKind
+	Key   string    // the run lock it belongs to, when its name says
+	RunID string    // for a stale file whose payload parses
+	Since time.Time // moved aside (stale: from the name), else last written
+	Size  int64
+}
+
+// DirReport is everything Inspect found in a lock directory.
+type DirReport struct {
+	Dir       string
+	Missing   bool // the directory does not exist: nothing is locked
+	Locks     []LockInfo
+	Leftovers []Leftover
+}
+
+var (
+	runLockName = regexp.MustCompile(`^([0-9a-f]{64})\.lock$`)
+	staleName   = regexp.MustCompile(`^([0-9a-f]{64})\.lock\.stale\.([0-9]+)(\.[0-9]+)?$`)
+	keyPrefix   = regexp.MustCompile(`^([0-9a-f]{64})\.`)
+)
+
+// Inspect lists the run locks and leftovers in the locker's directory. An
+// error means the directory itself could not be read or is unsafe; a lock
+// file that cannot be read is listed with StateUnreadable and its error.
+func (r *RunLocker) Inspect() (*DirReport, error) {
+	rep := &DirReport{Dir: r.Dir}
+	entries, err := readLockDir(r.fsys(), r.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		rep.Missing = true
+		return rep, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(r.Dir, name)
+		if m := runLockName.FindStringSubmatch(name); m != nil {
+			rep.Locks = append(rep.Locks, r.inspectLock(path, m[1], now))
+			continue
+		}
+		if kind, ok := leftoverKind(name); ok {
+			rep.Leftovers = append(rep.Leftovers, r.inspectLeftover(path, kind))
+		}
+	}
+	return rep, nil
+}
+
+// readLockDir checks the directory as the run lock does (no symlink, not
+// world-writable, ours or root's) and lists it in name order.
+func readLockDir(fsys FS, dir string) ([]fs.DirEntry, error) {
+	fi, err := fsys.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDir(dir, fi); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
+// inspectLock reads one lock file and judges it by the stale rules.
+func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
+	info := LockInfo{Key: key, Path: path, Liveness: HolderUnknown}
+	v, err := r.read(path)
+	if err != nil {
+		info.State, info.Err = StateUnreadable, err
+		return info
+	}
+	info.ModTime, info.Payload = v.modTime, v.payload
+	info.StaleReason = Judge(v, now, r.self, r.live)
+	switch {
+	case v.parseErr != nil && info.StaleReason == NotStale:
+		info.State, info.Err = StateTorn, v.parseErr
+		return info
+	case v.parseErr != nil:
+		info.State, info.Err = StateStale, v.parseErr
+		return info
+	case info.StaleReason != NotStale:
+		info.State = StateStale
+	default:
+		info.State = StateHeld
+	}
+	info.Liveness = r.holderLiveness(v.payload)
+	return info
+}
+
+// holderLiveness checks the payload's pid when it names a process on this
+// host, boot and pid namespace; anything else is unknown.
+func (r *RunLocker) holderLiveness(p Payload) HolderLiveness {
+	if !sameKernelView(p, r.self) {
+		return HolderUnknown
+	}
+	switch r.live(p.Pid, p.PidStart) {
+	case Alive:
+		return HolderAlive
+	case Dead:
+		return HolderDead
+	}
+	return HolderReused
+}
+
+// leftoverKind classifies a name that gc may remove. Lock, guard and fence
+// files are never leftovers, whatever else their name holds.
+func leftoverKind(name string) (LeftoverKind, bool) {
+	for _, keep := range []string{".lock", ".guard", ".fence"} {
+		if strings.HasSuffix(name, keep) {
+			return "", false
+		}
+	}
+	switch {
+	case strings.Contains(name, ".stale."):
+		return LeftoverStale, true
+	case strings.Contains(name, ".tmp."):
+		return LeftoverTemp, true
+	}
+	return "", false
+}
+
+// inspectLeftover stats a leftover and, for a moved-aside lock, reads the
+// run id it held and when it was moved (the timestamp in its name).
+func (r *RunLocker) inspectLeftover(path string, kind LeftoverKind) Leftover {
+	name := filepath.Base(path)
+	l := Leftover{Path: path, Kind: kind}
+	if m := keyPrefix.FindStringSubmatch(name); m != nil {
+		l.Key = m[1]
+	}
+	if fi, err := r.fsys().Lstat(path); err == nil {
+		l.Since, l.Size = fi.ModTime(), fi.Size()
+	}
+	if kind != LeftoverStale {
+		return l
+	}
+	if m := staleName.FindStringSubmatch(name); m != nil {
+		if ts, err := strconv.ParseInt(m[2], 10, 64); err == nil {
+			l.Since = time.Unix(ts, 0)
+		}
+	}
+	if v, err := r.read(path); err == nil && v.parseErr == nil {
+		l.RunID = v.payload.RunID
+	}
+	return l
+}
+
+// Age is how long ago the leftover was moved aside or last written.
+func (l Leftover) Age(now time.Time) time.Duration { return now.Sub(l.Since) }
+
+// String names a leftover for messages.
+func (l Leftover) String() string {
+	if l.RunID != "" {
+		return fmt.Sprintf("%s (%s, run %q)", l.Path, l.Kind, l.RunID)
+	}
+	return fmt.Sprintf("%s (%s)", l.Path, l.Kind)
+}
