@@ -1,0 +1,152 @@
+package locks
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// newScopeFile is a registry in a fresh directory (which the registry
+// creates), with its log captured.
+func newScopeFile(t testing.TB) (*ScopeFile, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	return &ScopeFile{
+		Path:     filepath.Join(t.TempDir(), "withlock", "scope.lock"),
+		LockWait: 5 * time.Second,
+		Log:      zerolog.New(logs),
+	}, logs
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// holder is a process that a test registers allocations for.
+type holder struct {
+	PID   int
+	Start uint64
+	cmd   *exec.Cmd
+}
+
+// self is the test process: alive for the whole test.
+func self(t testing.TB) holder {
+	t.Helper()
+	start, err := ProcessStartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder{PID: os.Getpid(), Start: start}
+}
+
+// liveProcess starts a sleeping process that the test can kill.
+func liveProcess(t testing.TB) *holder {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{PID: cmd.Process.Pid, cmd: cmd}
+	t.Cleanup(func() { h.kill(t) })
+	start, err := ProcessStartTime(h.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Start = start
+	return h
+}
+
+// kill ends the process and reaps it, so its pid is truly dead (ESRCH).
+func (h *holder) kill(t testing.TB) {
+	if h.cmd == nil || h.cmd.ProcessState != nil {
+		return
+	}
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+}
+
+// deadProcess is a process that ran and was reaped: a real dead pid, with
+// the start time it had, never a guessed number.
+func deadProcess(t testing.TB) holder {
+	t.Helper()
+	h := liveProcess(t)
+	h.kill(t)
+	return holder{PID: h.PID, Start: h.Start}
+}
+
+func (h holder) request(name string, allow ...string) ScopeRequest {
+	return ScopeRequest{Name: name, PID: h.PID, PIDStart: h.Start, Allow: mustScopes(allow)}
+}
+
+func mustScopes(texts []string) []Scope {
+	out, err := ParseScopes(texts)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func mustRegister(t testing.TB, f *ScopeFile, q ScopeRequest) ScopeAllocation {
+	t.Helper()
+	a, err := f.Register(context.Background(), q)
+	if err != nil {
+		t.Fatalf("register %s: %v", q.Name, err)
+	}
+	return a
+}
+
+// readRegistryFile decodes the registry as it is on disk.
+func readRegistryFile(t testing.TB, path string) *ScopeRegistry {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := DecodeScopeRegistry(data)
+	if err != nil {
+		t.Fatalf("registry on disk does not decode: %v\n%s", err, data)
+	}
+	return reg
+}
+
+func allocationNamed(t testing.TB, reg *ScopeRegistry, name string) ScopeAllocation {
+	t.Helper()
+	a := reg.find(name)
+	if a == nil {
+		t.Fatalf("no allocation %q in %+v", name, reg.Allocations)
+	}
+	return *a
+}
+
+func names(reg *ScopeRegistry) []string {
+	var out []string
+	for _, a := range reg.Allocations {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+func readFileString(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	return string(data), err
+}

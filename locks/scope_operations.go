@@ -1,0 +1,140 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+)
+
+// Register is the holder's start (seed 004: Pod 起動 / scope 分譲): lock →
+// reclaim stale → conflict check → register → unlock. A refused request
+// still writes the reclaim. Errors: *ScopeConflictError (ErrScopeConflict),
+// ErrScopeUsage, ErrRegistryUnusable.
+func (f *ScopeFile) Register(ctx context.Context, q ScopeRequest) (ScopeAllocation, error) {
+	if q.PID == 0 {
+		q.PID = os.Getpid()
+		start, err := ProcessStartTime(q.PID)
+		if err != nil {
+			return ScopeAllocation{}, unusable(fmt.Errorf("own start time: %w", err))
+		}
+		q.PIDStart = start
+	}
+	var got ScopeAllocation
+	var refused error
+	err := f.Transform(ctx, func(reg *ScopeRegistry) error {
+		f.reclaim(reg)
+		got, refused = reg.Register(q, f.now())
+		return nil
+	})
+	if err != nil {
+		return ScopeAllocation{}, err
+	}
+	return got, refused
+}
+
+// Release is the holder's exit (seed 004: Pod 正常終了): remove the
+// allocation with this name and pid, re-parent its live children to its
+// parent, recompute denies. Stale allocations found on the way are
+// reclaimed too. An allocation already gone is not an error.
+func (f *ScopeFile) Release(ctx context.Context, name string, pid int) error {
+	return f.Transform(ctx, func(reg *ScopeRegistry) error {
+		if !reg.Release(name, pid) {
+			f.Log.Debug().Str("name", name).Int("pid", pid).Msg("scope allocation already gone")
+		}
+		f.reclaim(reg)
+		return nil
+	})
+}
+
+func (f *ScopeFile) reclaim(reg *ScopeRegistry) {
+	for _, a := range reg.ReclaimStale(f.alive) {
+		f.Log.Info().Str("name", a.Name).Int("pid", a.PID).Strs("scope", a.ScopeAllow).
+			Str("delegated_from", a.DelegatedFrom).Msg("reclaimed stale scope allocation")
+	}
+}
+
+// Status reads the registry under a shared lock and returns it as a
+// delegation tree; nothing is reclaimed or written. A missing registry is
+// an empty one.
+func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
+	file, err := f.openLocked(ctx, sharedExisting)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := readRegistry(file, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	reg, _, err := f.load(data)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Tree(f.alive), nil
+}
+
+// Reset moves a corrupt registry aside to Path+".corrupt.<unix-ts>" (never
+// over an earlier one), under its flock, and a backup that does not parse
+// with it. A registry that loads — directly or from its backup — is left
+// alone. It returns the paths things were moved to.
+func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
+	file, err := f.openLocked(ctx, exclusiveExisting)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := readRegistry(file, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err = f.load(data); err == nil {
+		return nil, nil
+	}
+	var moved []string
+	for _, p := range []string{f.Path, f.backupPath()} {
+		if p == f.backupPath() {
+			if bak, err := f.readBackup(); err != nil || decodesCleanly(bak) {
+				continue
+			}
+		}
+		to, err := moveAside(p, f.now().Unix())
+		if err != nil {
+			return moved, unusable(err)
+		}
+		moved = append(moved, to)
+	}
+	return moved, nil
+}
+
+func decodesCleanly(data []byte) bool {
+	_, err := DecodeScopeRegistry(data)
+	return err == nil
+}
+
+// moveAside renames path to path.corrupt.<ts>, adding .1, .2, … rather than
+// replacing an earlier one.
+func moveAside(path string, ts int64) (string, error) {
+	base := path + ".corrupt." + strconv.FormatInt(ts, 10)
+	for i := 0; ; i++ {
+		to := base
+		if i > 0 {
+			to += "." + strconv.Itoa(i)
+		}
+		err := OSFS{}.RenameNoReplace(path, to)
+		if err == nil {
+			return to, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 100 {
+			return "", err
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package locks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultScopeLockWait bounds the wait for the registry's flock. Every
+// holder keeps it for one read-modify-write only, so past this a stopped or
+// stuck process holds it.
+const DefaultScopeLockWait = 3 * time.Second
+
+// maxScopeRegistry is the largest registry (or backup) that is read.
+const maxScopeRegistry = 16 << 20
+
+// registryAccess says how the registry is opened and locked.
+type registryAccess int
+
+const (
+	exclusive         registryAccess = iota // LOCK_EX; created 0600 when missing
+	exclusiveExisting                       // LOCK_EX; fs.ErrNotExist when missing
+	sharedExisting                          // LOCK_SH; fs.ErrNotExist when missing
+)
+
+// ScopeFilePath picks the registry: flag > WITHLOCK_SCOPE_FILE >
+// $XDG_RUNTIME_DIR/withlock/scope.lock > /tmp/withlock-<uid>/scope.lock.
+func ScopeFilePath(flag string, getenv func(string) string) string {
+	for _, v := range []string{flag, getenv("WITHLOCK_SCOPE_FILE")} {
+		if v != "" {
+			return v
+		}
+	}
+	if x := getenv("XDG_RUNTIME_DIR"); x != "" {
+		return filepath.Join(x, "withlock", "scope.lock")
+	}
+	return filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()), "scope.lock")
+}
+
+// ScopeFile is the machine-wide scope registry on disk. Every change is a
+// read-modify-write under flock(LOCK_EX) on the registry file itself,
+// written back in place (truncate, one write, fsync) so that programs
+// following the seed's protocol — flock the same file, read, write — see
+// every update; a rename-replace would leave their flock on an orphaned
+// inode. Before each rewrite the content read goes to Path+".bak" (temp +
+// rename), from which a registry torn by a crash or a full disk is
+// recovered.
+//
+// The zero value is not usable: set Path. A ScopeFile holds no open file
+// between calls and may be used from several goroutines.
+type ScopeFile struct {
+	Path string
+	// LockWait bounds the flock wait; zero means DefaultScopeLockWait.
+	LockWait time.Duration
+	Log      zerolog.Logger
+	// Alive judges holders; nil means ProcessLiveness (kill(pid, 0), EPERM
+	// alive, start time compared).
+	Alive LiveFunc
+	// Now is the clock for created_at; nil means time.Now.
+	Now func() time.Time
+
+	// rewrite replaces the content of the locked file; tests inject faults.
+	rewrite func(f *os.File, data []byte) error
+}
+
+func (f *ScopeFile) backupPath() string { return f.Path + ".bak" }
+
+func (f *ScopeFile) lockWait() time.Duration {
+	if f.LockWait > 0 {
+		return f.LockWait
+	}
+	return DefaultScopeLockWait
+}
+
+func (f *ScopeFile) alive(pid int, start uint64) bool {
+	if f.Alive != nil {
+		return f.Alive(pid, start)
+	}
+	return ProcessLiveness(pid, start) == Alive
+}
+
+func (f *ScopeFile) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// Transform is the registry's one way to change: lock, read (recovering a
+// torn registry from the backup), apply fn, back up what was read, write
+// the result in place, unlock. When fn returns an error nothing is
+// written. Nothing is written either when the content would not change.
+func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error) error {
+	file, err := f.openLocked(ctx, exclusive)
+	if err != nil {
+		return err
+	}
+	defer file.Close() // releases the flock
+	data, err := readRegistry(file, f.Path)
+	if err != nil {
+		return err
+	}
+	reg, backup, err := f.load(data)
+	if err != nil {
+		return err
+	}
+	if err := fn(reg); err != nil {
+		return err
+	}
+	out := reg.Encode()
+	if bytes.Equal(out, data) {
+		return nil
+	}
+	if backup != nil {
+		if err := f.writeBackup(backup); err != nil {
+			return err
+		}
+	}
+	return f.replaceContent(file, out, data)
+}
+
+// emptyScopeRegistry is what a new, empty registry holds once written.
+var emptyScopeRegistry = (&ScopeRegistry{}).Encode()
+
+// load parses what the registry holds. It also says what the backup should
+// become before the rewrite: the content read when it parsed, the empty
+// registry when the file was new, nothing when the backup was used.
+//
+// An empty file is a new registry — unless a good backup exists: we never
+// write an empty registry file, so then a rewrite was torn after its
+// truncate. A file that does not parse is recovered from a good backup;
+// without one it is ErrRegistryCorrupt and left as it is.
+func (f *ScopeFile) load(data []byte) (reg *ScopeRegistry, backup []byte, err error) {
+	var parseErr error
+	if len(data) > 0 {
+		if reg, parseErr = DecodeScopeRegistry(data); parseErr == nil {
+			return reg, data, nil
+		}
+	}
+	bak, bakErr := f.readBackup()
+	if bakErr == nil {
+		if reg, err := DecodeScopeRegistry(bak); err == nil {
+			f.Log.Warn().Str("registry", f.Path).Str("backup", f.backupPath()).
+				AnErr("parse_error", parseErr).Msg("scope registry torn or corrupt: recovered from backup")
+			return reg, nil, nil
+		}
+	}
+	if len(data) == 0 && errors.Is(bakErr, fs.ErrNotExist) {
+		return &ScopeRegistry{}, emptyScopeRegistry, nil
+	}
+	if parseErr == nil {
+		parseErr = errors.New("empty")
+	}
+	return nil, nil, fmt.Errorf("%w: %s: %v, and no good backup at %s (%s); `withlock scope reset` moves it aside",
+		ErrRegistryCorrupt, f.Path, parseErr, f.backupPath(), describeBackupErr(bakErr))
+}
+
+func describeBackupErr(err error) string {
+	switch {
+	case err == nil:
+		return "it does not parse either"
+	case errors.Is(err, fs.ErrNotExist):
+		return "none"
+	}
+	return err.Error()
+}
+
+func (f *ScopeFile) readBackup() ([]byte, error) {
+	data, _, err := OSFS{}.ReadLockFile(f.backupPath(), maxScopeRegistry)
+	if err == nil && len(data) > maxScopeRegistry {
+		err = fmt.Errorf("%s: over %d bytes", f.backupPath(), maxScopeRegistry)
+	}
+	return data, err
+}
+
+// writeBackup keeps the last good content next to the registry: a temp
+// file in the same directory, fsynced, renamed over the old backup.
+func (f *ScopeFile) writeBackup(data []byte) error {
+	tmp := f.backupPath() + ".tmp." + randomScopeName()
+	if err := (OSFS{}).WriteNew(tmp, data, 0o600); err != nil {
+		return unusable(fmt.Errorf("back up scope registry: %w", err))
+	}
+	if err := os.Rename(tmp, f.backupPath()); err != nil {
+		os.Remove(tmp)
+		return unusable(fmt.Errorf("back up scope registry: %w", err))
+	}
+	return nil
+}
+
+// replaceContent rewrites the locked registry in place. When that fails
+// (ENOSPC) it tries to put the previous content back; failing that, the
+// backup written just before serves the next reader.
+func (f *ScopeFile) replaceContent(file *os.File, data, previous []byte) error {
+	rewrite := f.rewrite
+	if rewrite == nil {
+		rewrite = rewriteInPlace
+	}
+	err := rewrite(file, data)
+	if err == nil {
+		return nil
+	}
+	if len(previous) > 0 {
+		if rerr := rewriteInPlace(file, previous); rerr != nil {
+			f.Log.Warn().Err(rerr).Str("registry", f.Path).Msg("could not restore scope registry; its backup will be used")
+		}
+	}
+	return unusable(&fs.PathError{Op: "rewrite", Path: f.Path, Err: err})
+}
+
+// rewriteInPlace is truncate + one write + fsync on the same inode.
+func rewriteInPlace(file *os.File, data []byte) error {
+	if err := file.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := file.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return file.Sync()
+}
+
+// readRegistry reads the whole locked file; past maxScopeRegistry only one
+// byte more is read, for DecodeScopeRegistry to refuse.
+func readRegistry(file *os.File, path string) ([]byte, error) {
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, unusable(err)
+	}
+	data := make([]byte, min(fi.Size(), maxScopeRegistry+1))
+	n, err := file.ReadAt(data, 0)
+	if err != nil && n < len(data) {
+		return nil, unusable(&fs.PathError{Op: "read", Path: path, Err: err})
+	}
+	return data, nil
+}

@@ -1,0 +1,447 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+func TestScopeFilePath(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	uidDir := filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()))
+	tests := []struct {
+		flag string
+		env  func(string) string
+		want string
+	}{
+		{"/f/scope.lock", env("WITHLOCK_SCOPE_FILE", "/e/scope.lock", "XDG_RUNTIME_DIR", "/run/user/1"), "/f/scope.lock"},
+		{"", env("WITHLOCK_SCOPE_FILE", "/e/scope.lock", "XDG_RUNTIME_DIR", "/run/user/1"), "/e/scope.lock"},
+		{"", env("XDG_RUNTIME_DIR", "/run/user/1"), "/run/user/1/withlock/scope.lock"},
+		{"", env(), filepath.Join(uidDir, "scope.lock")},
+	}
+	for _, tt := range tests {
+		if got := ScopeFilePath(tt.flag, tt.env); got != tt.want {
+			t.Errorf("ScopeFilePath(%q) = %q, want %q", tt.flag, got, tt.want)
+		}
+	}
+}
+
+func TestScopeRegistryPermissions(t *testing.T) {
+	f, _ := newScopeFile(t)
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	mustRegister(t, f, self(t).request("a", "/p:write"))
+	assertMode(t, filepath.Dir(f.Path), 0o700)
+	assertMode(t, f.Path, 0o600)
+	assertMode(t, f.Path+".bak", 0o600)
+
+	// A registry left 0644 by someone else's writer is made 0600.
+	if err := os.Chmod(f.Path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, f, self(t).request("b", "/q:write"))
+	assertMode(t, f.Path, 0o600)
+}
+
+func assertMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != want {
+		t.Errorf("%s mode %o, want %o", path, got, want)
+	}
+}
+
+// TestScopeRegistryRefusesUnsafePlaces: never through a symlink, never in a
+// world-writable directory or a file of another user.
+func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
+	ctx := context.Background()
+	req := self(t).request("a", "/p:write")
+
+	t.Run("file symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "target")
+		if err := os.WriteFile(target, []byte("precious"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		if err := os.Symlink(target, f.Path); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.Register(ctx, req)
+		if !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "symlink") {
+			t.Fatalf("register through a symlink = %v", err)
+		}
+		if data, _ := os.ReadFile(target); string(data) != "precious" {
+			t.Fatalf("symlink target changed: %q", data)
+		}
+	})
+	t.Run("dangling symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		if err := os.Symlink(filepath.Join(dir, "created-through-link"), f.Path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) {
+			t.Fatalf("register = %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "created-through-link")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a file was created through the symlink: %v", err)
+		}
+	})
+	t.Run("directory symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "real"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		f := &ScopeFile{Path: filepath.Join(dir, "link", "scope.lock")}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "symlink") {
+			t.Fatalf("register = %v", err)
+		}
+	})
+	t.Run("world-writable directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "open")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "world-writable") {
+			t.Fatalf("register = %v", err)
+		}
+	})
+	t.Run("not a regular file", func(t *testing.T) {
+		dir := t.TempDir()
+		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		if err := unix.Mkfifo(f.Path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) {
+			t.Fatalf("register on a FIFO = %v", err)
+		}
+	})
+	t.Run("file of another user", func(t *testing.T) {
+		dir := t.TempDir()
+		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		if err := os.WriteFile(f.Path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f.Path, os.Geteuid()+1000, -1); err != nil {
+			t.Skipf("cannot give a file to another user here: %v", err)
+		}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "owned by uid") {
+			t.Fatalf("register = %v", err)
+		}
+	})
+}
+
+// TestScopeRegistryRewritesInPlace: the inode never changes, so another
+// program's flock on it stays meaningful; the backup holds the previous
+// content.
+func TestScopeRegistryRewritesInPlace(t *testing.T) {
+	f, _ := newScopeFile(t)
+	me := self(t)
+	mustRegister(t, f, me.request("a", "/a:write"))
+	before := inodeOf(t, f.Path)
+	previous, _ := readFileString(f.Path)
+	mustRegister(t, f, me.request("b", "/b:write"))
+	if inodeOf(t, f.Path) != before {
+		t.Fatal("registry inode changed: it was replaced, not rewritten in place")
+	}
+	if bak, _ := readFileString(f.Path + ".bak"); bak != previous {
+		t.Fatalf("backup is not the previous content:\n%s\n---\n%s", bak, previous)
+	}
+	if leftovers, _ := filepath.Glob(f.Path + ".bak.tmp.*"); len(leftovers) > 0 {
+		t.Fatalf("temp files left: %v", leftovers)
+	}
+}
+
+func inodeOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestScopeRegistryKeepsForeignFields(t *testing.T) {
+	f, _ := newScopeFile(t)
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	foreign := `{"allocations":[{"name":"pod1","pid":` + strconv.Itoa(os.Getpid()) +
+		`,"socket":"/run/pod1.sock","scope_allow":["/pods/one:write:recursive"],"delegated_from":null,"pod_kind":"spawner"}],"schema":"insomnia/1"}`
+	if err := os.WriteFile(f.Path, []byte(foreign), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := mustRegister(t, f, self(t).request("", "/mine:write"))
+	if err := f.Release(context.Background(), a.Name, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := readFileString(f.Path)
+	for _, want := range []string{`"schema": "insomnia/1"`, `"pod_kind": "spawner"`, `"name": "pod1"`, `"socket": "/run/pod1.sock"`} {
+		if !strings.Contains(data, want) {
+			t.Errorf("registry lost %s:\n%s", want, data)
+		}
+	}
+}
+
+// TestScopeRegistryRecoversTornFileFromBackup: a rewrite cut short by a
+// crash or a full disk leaves a prefix (or nothing, right after the
+// truncate); the next opener takes the backup, says so, and goes on.
+func TestScopeRegistryRecoversTornFileFromBackup(t *testing.T) {
+	for _, tear := range []struct {
+		name string
+		cut  func(string) string
+	}{
+		{"prefix", func(s string) string { return s[:len(s)/2] }},
+		{"empty", func(string) string { return "" }},
+		{"garbage", func(string) string { return "\x00\x00\x00" }},
+	} {
+		t.Run(tear.name, func(t *testing.T) {
+			f, logs := newScopeFile(t)
+			me := self(t)
+			mustRegister(t, f, me.request("first", "/first:write"))
+			mustRegister(t, f, me.request("second", "/second:write"))
+			good, _ := readFileString(f.Path)
+			if err := os.WriteFile(f.Path, []byte(tear.cut(good)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			mustRegister(t, f, me.request("third", "/third:write"))
+			// The backup held the content before "second" was added.
+			if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"first", "third"}) {
+				t.Fatalf("allocations %v", got)
+			}
+			if !strings.Contains(logs.String(), "recovered from backup") {
+				t.Errorf("recovery not logged: %s", logs)
+			}
+		})
+	}
+}
+
+// TestScopeRegistryCorruptWithoutBackup: never silently emptied — an error
+// naming the file and the way out, the file untouched.
+func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
+	for _, content := range []string{`{"allocations": [{"name": "a", "pi`, `{"allocations": "nope"}`} {
+		f, _ := newScopeFile(t)
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.Path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.Register(context.Background(), self(t).request("a", "/a:write"))
+		if !errors.Is(err, ErrRegistryCorrupt) || !errors.Is(err, ErrRegistryUnusable) {
+			t.Fatalf("register = %v, want ErrRegistryCorrupt", err)
+		}
+		for _, want := range []string{f.Path, "withlock scope reset"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if got, _ := readFileString(f.Path); got != content {
+			t.Errorf("corrupt registry changed to %q", got)
+		}
+		if _, err := os.Lstat(f.Path + ".bak"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a backup appeared: %v", err)
+		}
+		if _, err := f.Status(context.Background()); !errors.Is(err, ErrRegistryCorrupt) {
+			t.Errorf("status = %v, want ErrRegistryCorrupt", err)
+		}
+	}
+}
+
+func TestScopeResetMovesCorruptRegistryAside(t *testing.T) {
+	f, _ := newScopeFile(t)
+	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
+	ctx := context.Background()
+	if moved, err := f.Reset(ctx); err != nil || moved != nil {
+		t.Fatalf("reset of a missing registry = %v, %v", moved, err)
+	}
+	mustRegister(t, f, self(t).request("a", "/a:write"))
+	if moved, err := f.Reset(ctx); err != nil || moved != nil {
+		t.Fatalf("reset of a healthy registry = %v, %v", moved, err)
+	}
+	for round, want := range []string{f.Path + ".corrupt.1700000000", f.Path + ".corrupt.1700000000.1"} {
+		corrupt := "{torn " + strconv.Itoa(round)
+		if err := os.WriteFile(f.Path, []byte(corrupt), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.Path+".bak", []byte("{also torn"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := f.Reset(ctx)
+		if err != nil || len(moved) != 2 || moved[0] != want {
+			t.Fatalf("round %d: reset = %v, %v; want %s first", round, moved, err, want)
+		}
+		if got, _ := readFileString(want); got != corrupt {
+			t.Fatalf("moved-aside content %q, want %q", got, corrupt)
+		}
+		mustRegister(t, f, self(t).request("fresh", "/fresh:write"))
+		if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"fresh"}) {
+			t.Fatalf("after reset: %v", got)
+		}
+	}
+}
+
+// TestScopeRegistryWriteFailureKeepsPreviousContent injects ENOSPC after
+// half of the rewrite.
+func TestScopeRegistryWriteFailureKeepsPreviousContent(t *testing.T) {
+	f, _ := newScopeFile(t)
+	me := self(t)
+	mustRegister(t, f, me.request("kept", "/kept:write"))
+	previous, _ := readFileString(f.Path)
+	f.rewrite = func(file *os.File, data []byte) error {
+		if err := file.Truncate(0); err != nil {
+			return err
+		}
+		file.WriteAt(data[:len(data)/2], 0)
+		return syscall.ENOSPC
+	}
+	_, err := f.Register(context.Background(), me.request("lost", "/lost:write"))
+	if !errors.Is(err, ErrRegistryUnusable) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), f.Path) {
+		t.Fatalf("register = %v, want ENOSPC as ErrRegistryUnusable naming the file", err)
+	}
+	if got, _ := readFileString(f.Path); got != previous {
+		t.Fatalf("registry after a failed write:\n%s\nwant\n%s", got, previous)
+	}
+	f.rewrite = nil
+	mustRegister(t, f, me.request("next", "/next:write"))
+	if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"kept", "next"}) {
+		t.Fatalf("allocations %v", got)
+	}
+}
+
+// TestScopeRegistryBusy: a holder that keeps the flock (a stopped process)
+// makes the wait end at its bound with ErrRegistryBusy naming the file; a
+// cancelled context ends it at once.
+func TestScopeRegistryBusy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f, _ := newScopeFile(t)
+	mustRegister(t, f, self(t).request("a", "/a:write"))
+	stuck := flockFile(t, f.Path)
+	defer stuck.Close()
+
+	f.LockWait = 150 * time.Millisecond
+	_, err := f.Register(context.Background(), self(t).request("b", "/b:write"))
+	if !errors.Is(err, ErrRegistryBusy) || !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), f.Path) {
+		t.Fatalf("register = %v, want ErrRegistryBusy naming %s", err, f.Path)
+	}
+
+	f.LockWait = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Register(ctx, self(t).request("c", "/c:write"))
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("register = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled wait did not end")
+	}
+}
+
+func flockFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(file.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestScopeRegistryWaiterFollowsMovedFile: a waiter whose flock is granted
+// on a registry that was moved aside meanwhile (by reset) works on the file
+// now at the path, never on the orphan.
+func TestScopeRegistryWaiterFollowsMovedFile(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f, _ := newScopeFile(t)
+	mustRegister(t, f, self(t).request("old", "/old:write"))
+	stuck := flockFile(t, f.Path)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Register(context.Background(), self(t).request("new", "/new:write"))
+		done <- err
+	}()
+	waitForFlockWaiter(t, f.Path)
+	aside := f.Path + ".corrupt.test"
+	if err := os.Rename(f.Path, aside); err != nil {
+		t.Fatal(err)
+	}
+	orphan, _ := readFileString(aside)
+	stuck.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readFileString(aside); got != orphan {
+		t.Fatal("the moved-aside registry was written to")
+	}
+	// A fresh registry file took the place; being empty with a good backup
+	// beside it, it started from that backup (taken before "old" came).
+	if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"new"}) {
+		t.Fatalf("allocations %v", got)
+	}
+}
+
+// waitForFlockWaiter waits until the waiting goroutine has the registry
+// open: a second descriptor of this process on its inode.
+func waitForFlockWaiter(t *testing.T, path string) {
+	t.Helper()
+	ino := inodeOf(t, path)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if openCount(ino) >= 2 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the waiter never opened the registry")
+}
+
+func openCount(ino uint64) int {
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	n := 0
+	for _, fd := range fds {
+		var st unix.Stat_t
+		if unix.Stat(fd, &st) == nil && st.Ino == ino {
+			n++
+		}
+	}
+	return n
+}

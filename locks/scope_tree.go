@@ -1,0 +1,148 @@
+package locks
+
+import "slices"
+
+// The delegation tree: who delegated to whom, and the rules that keep
+// scope_deny and delegated_from right whenever an allocation goes away
+// (seed 004: 正常終了 and stale の自動回収).
+
+// LiveFunc reports whether the process pid, started at start (0: unknown),
+// still runs.
+type LiveFunc func(pid int, start uint64) bool
+
+// ReclaimStale removes every allocation whose holder is gone and hands its
+// scope back: each live descendant is re-parented to its nearest live
+// ancestor, and every scope_deny is recomputed, so with A→B→D and B dead, D
+// is delegated from A, A's deny is D's allow, and the rest of B's scope is
+// A's again. It returns the allocations removed.
+func (r *ScopeRegistry) ReclaimStale(alive LiveFunc) []ScopeAllocation {
+	gone := make([]bool, len(r.Allocations))
+	for i := range r.Allocations {
+		a := &r.Allocations[i]
+		gone[i] = !alive(a.PID, a.PIDStart)
+	}
+	return r.remove(gone)
+}
+
+// Release removes the allocation with this name and pid (both must match:
+// a name may have been reused after we were reclaimed) and hands its scope
+// back as ReclaimStale does. It reports whether it was there.
+func (r *ScopeRegistry) Release(name string, pid int) bool {
+	gone := make([]bool, len(r.Allocations))
+	found := false
+	for i := range r.Allocations {
+		if a := &r.Allocations[i]; a.Name == name && a.PID == pid {
+			gone[i], found = true, true
+		}
+	}
+	r.remove(gone)
+	return found
+}
+
+// remove drops the marked allocations, re-parents the others to their
+// nearest kept ancestor, breaks delegation cycles and recomputes denies.
+func (r *ScopeRegistry) remove(gone []bool) []ScopeAllocation {
+	index := r.nameIndex(gone)
+	parents := make([]string, len(r.Allocations))
+	for i := range r.Allocations {
+		parents[i] = nearestKept(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
+	}
+	var removed []ScopeAllocation
+	kept := r.Allocations[:0:0]
+	for i, a := range r.Allocations {
+		if gone[i] {
+			removed = append(removed, a)
+			continue
+		}
+		a.DelegatedFrom = parents[i]
+		kept = append(kept, a)
+	}
+	r.Allocations = kept
+	r.breakCycles()
+	r.RecomputeDenies()
+	return removed
+}
+
+// nameIndex maps names to positions, preferring kept allocations when a
+// foreign writer left two with one name.
+func (r *ScopeRegistry) nameIndex(gone []bool) map[string]int {
+	index := make(map[string]int, len(r.Allocations))
+	for i := range r.Allocations {
+		name := r.Allocations[i].Name
+		if j, seen := index[name]; !seen || (gone[j] && !gone[i]) {
+			index[name] = i
+		}
+	}
+	return index
+}
+
+// nearestKept follows delegated_from from parent through removed
+// allocations to the first kept one; "" when the chain ends or loops.
+func nearestKept(allocs []ScopeAllocation, index map[string]int, gone []bool, parent string) string {
+	for steps := 0; parent != "" && steps <= len(allocs); steps++ {
+		i, ok := index[parent]
+		if !ok {
+			return ""
+		}
+		if !gone[i] {
+			return parent
+		}
+		parent = allocs[i].DelegatedFrom
+	}
+	return ""
+}
+
+// breakCycles makes an allocation a root when following delegated_from from
+// it comes back to it; only a foreign writer can create such a loop.
+func (r *ScopeRegistry) breakCycles() {
+	index := r.nameIndex(make([]bool, len(r.Allocations)))
+	for i := range r.Allocations {
+		var seen map[int]bool
+		for j, ok := index[r.Allocations[i].DelegatedFrom]; ok; j, ok = index[r.Allocations[j].DelegatedFrom] {
+			if j == i {
+				r.Allocations[i].DelegatedFrom = ""
+				break
+			}
+			if seen[j] {
+				break // a loop further up; broken when its own members come
+			}
+			if seen == nil {
+				seen = make(map[int]bool)
+			}
+			seen[j] = true
+		}
+	}
+}
+
+// RecomputeDenies sets every scope_deny to the union of its direct
+// children's scope_allow (seed 004: 分譲 adds to the spawner's deny;
+// 返却 takes it away).
+func (r *ScopeRegistry) RecomputeDenies() {
+	index := r.nameIndex(make([]bool, len(r.Allocations)))
+	deny := make([][]string, len(r.Allocations))
+	for _, child := range r.Allocations {
+		if p, ok := index[child.DelegatedFrom]; ok && child.DelegatedFrom != "" {
+			for _, s := range child.ScopeAllow {
+				if !slices.Contains(deny[p], s) {
+					deny[p] = append(deny[p], s)
+				}
+			}
+		}
+	}
+	for i := range r.Allocations {
+		if deny[i] == nil {
+			deny[i] = []string{}
+		}
+		r.Allocations[i].ScopeDeny = deny[i]
+	}
+}
+
+// find returns the allocation with this name, or nil.
+func (r *ScopeRegistry) find(name string) *ScopeAllocation {
+	for i := range r.Allocations {
+		if r.Allocations[i].Name == name {
+			return &r.Allocations[i]
+		}
+	}
+	return nil
+}
