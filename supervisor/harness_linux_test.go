@@ -66,7 +66,7 @@ func startHelper(t *testing.T, o helperOpts) *helper {
 // waitReady waits until the helper has subscribed to signals.
 func (h *helper) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "helper ready", func() bool {
+	waitFor(t, defaultWait, "helper ready", func() bool {
 		_, err := os.Stat(h.ready)
 		return err == nil
 	})
@@ -180,3 +180,6 @@ func zombieChildren(t *testing.T) []int {
 	}
 	return zs
 }
+
+// defaultWait bounds every wait for a condition.
+const defaultWait = 20 * time.Second

@@ -134,7 +134,7 @@ func (s *supervision) onSignal(sig os.Signal) {
 	s.log.Debug().Stringer("signal", sig).Msg("forwarding")
 	s.signalGroup(sig.(syscall.Signal))
 	if startsTeardown(sig) {
-		s.teardown(noCause)
+		s.startGrace()
 	}
 }
 
@@ -149,14 +149,21 @@ func (s *supervision) onLost(err error) {
 }
 
 // teardown starts TERM → grace → KILL for cause (noCause: pass the child's
-// status through). The first cause wins; a child that already ended by
-// itself keeps its own status. Signal-started teardown has already
-// forwarded its signal, so only withlock's own causes send TERM here.
+// status through). The first stop wins: once a grace runs, a later cause
+// changes neither the deadline nor the status, and a child that already
+// ended by itself keeps its own status.
 func (s *supervision) teardown(cause Reason) {
-	if cause != noCause && s.cause == noCause && !s.exited {
-		s.cause = cause
-		s.signalGroup(syscall.SIGTERM)
+	if s.exited || s.tearing {
+		return
 	}
+	s.cause = cause
+	s.signalGroup(syscall.SIGTERM)
+	s.startGrace()
+}
+
+// startGrace starts the grace, after which everything is KILLed, unless a
+// grace runs already: one stop never takes longer than one grace.
+func (s *supervision) startGrace() {
 	if !s.tearing {
 		s.tearing = true
 		s.killAt = time.Now().Add(s.cfg.Grace)
@@ -184,10 +191,7 @@ func (s *supervision) startDraining() {
 	}
 	s.signalGroup(syscall.SIGTERM)
 	s.signalTree(left, syscall.SIGTERM)
-	if !s.tearing {
-		s.tearing = true
-		s.killAt = time.Now().Add(s.cfg.Grace)
-	}
+	s.startGrace()
 }
 
 // kill sends KILL to the child's group and every descendant. It runs again

@@ -19,7 +19,7 @@ func trapChild(t *testing.T, env ...string) (*helper, string) {
 	trapFile := filepath.Join(t.TempDir(), "trap")
 	h := startHelper(t, helperOpts{argv: []string{os.Args[0], trapArg},
 		env: append([]string{"TRAP_FILE=" + trapFile, "HELPER_GRACE=10s"}, env...)})
-	waitFor(t, 20*time.Second, "trap armed", func() bool { return len(readLines(trapFile)) > 0 })
+	waitFor(t, defaultWait, "trap armed", func() bool { return len(readLines(trapFile)) > 0 })
 	return h, trapFile
 }
 
@@ -74,7 +74,7 @@ func startTermIgnorer(t *testing.T, grace time.Duration) *helper {
 		argv: []string{"sh", "-c", `trap "" TERM; : > "$CHILD_READY"; while :; do sleep 0.05; done`},
 		env:  []string{"HELPER_GRACE=" + grace.String(), "CHILD_READY=" + ready},
 	})
-	waitFor(t, 20*time.Second, "child ready", func() bool { _, err := os.Stat(ready); return err == nil })
+	waitFor(t, defaultWait, "child ready", func() bool { _, err := os.Stat(ready); return err == nil })
 	return h
 }
 
