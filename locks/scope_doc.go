@@ -56,77 +56,86 @@ type ScopeRegistry struct {
 // "allocations" is an empty registry; anything that is not the seed's shape
 // (wrong types, missing name or pid, malformed scope) is an error, so a
 // registry withlock cannot reason about is never rewritten as if empty.
+// Fields it does not know are kept, at both levels.
 func DecodeScopeRegistry(data []byte) (*ScopeRegistry, error) {
 	if len(data) > maxScopeRegistry {
 		return nil, fmt.Errorf("over %d bytes", maxScopeRegistry)
 	}
-	top, err := decodeObject(data)
+	s := &jsonScanner{data: data}
+	reg := &ScopeRegistry{}
+	err := s.document(func() error {
+		return s.object(func(key []byte) error {
+			if string(key) == "allocations" {
+				return decodeAllocations(s, &reg.Allocations)
+			}
+			return keepField(s, &reg.extra, string(key))
+		})
+	})
 	if err != nil {
 		return nil, err
-	}
-	reg := &ScopeRegistry{}
-	if raw, ok := top["allocations"]; ok {
-		delete(top, "allocations")
-		if reg.Allocations, err = decodeAllocations(raw); err != nil {
-			return nil, err
-		}
-	}
-	if len(top) > 0 {
-		reg.extra = top
 	}
 	return reg, nil
 }
 
-func decodeObject(data []byte) (map[string]json.RawMessage, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, err
-	}
-	if obj == nil {
-		return nil, errors.New("not a JSON object")
-	}
-	return obj, nil
-}
-
-func decodeAllocations(raw json.RawMessage) ([]ScopeAllocation, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("allocations: %w", err)
-	}
-	out := make([]ScopeAllocation, 0, len(items))
-	for i, item := range items {
-		a, err := decodeAllocation(item)
-		if err != nil {
-			return nil, fmt.Errorf("allocation %d: %w", i, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func decodeAllocation(raw json.RawMessage) (ScopeAllocation, error) {
-	obj, err := decodeObject(raw)
+// keepField stores the raw value of a field this version does not know.
+func keepField(s *jsonScanner, extra *map[string]json.RawMessage, key string) error {
+	raw, err := s.skip()
 	if err != nil {
-		return ScopeAllocation{}, err
+		return err
 	}
-	var a ScopeAllocation
-	_, hasPID := obj["pid"]
-	field := func(key string, decode func(json.RawMessage) error) {
-		if v, ok := obj[key]; ok && err == nil {
-			delete(obj, key)
-			if ferr := decode(v); ferr != nil {
-				err = fmt.Errorf("%s: %w", key, ferr)
-			}
+	if *extra == nil {
+		*extra = make(map[string]json.RawMessage)
+	}
+	(*extra)[key] = bytes.Clone(raw)
+	return nil
+}
+
+func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
+	*out = nil
+	if s.null() {
+		return nil
+	}
+	return s.array(func() error {
+		a, err := decodeAllocation(s)
+		if err != nil {
+			return fmt.Errorf("allocation %d: %w", len(*out), err)
 		}
-	}
-	field("name", func(v json.RawMessage) error { return decodeString(v, &a.Name) })
-	field("pid", func(v json.RawMessage) error { return decodeInt(v, &a.PID) })
-	field("pid_start", func(v json.RawMessage) error { return decodeUint(v, &a.PIDStart) })
-	field("socket", func(v json.RawMessage) error { return decodeString(v, &a.Socket) })
-	field("scope_allow", func(v json.RawMessage) error { return decodeScopeList(v, &a.ScopeAllow) })
-	field("scope_deny", func(v json.RawMessage) error { return decodeScopeList(v, &a.ScopeDeny) })
-	field("delegated_from", func(v json.RawMessage) error { return decodeString(v, &a.DelegatedFrom) })
-	field("created_at", func(v json.RawMessage) error { return decodeFloat(v, &a.CreatedAt) })
+		*out = append(*out, a)
+		return nil
+	})
+}
+
+func decodeAllocation(s *jsonScanner) (ScopeAllocation, error) {
+	var a ScopeAllocation
+	hasPID := false
+	err := s.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "name":
+			err = decodeString(s, &a.Name)
+		case "pid":
+			hasPID = true
+			err = decodeInt(s, &a.PID)
+		case "pid_start":
+			err = decodeUint(s, &a.PIDStart)
+		case "socket":
+			err = decodeString(s, &a.Socket)
+		case "scope_allow":
+			err = decodeScopeList(s, &a.ScopeAllow)
+		case "scope_deny":
+			err = decodeScopeList(s, &a.ScopeDeny)
+		case "delegated_from":
+			err = decodeString(s, &a.DelegatedFrom)
+		case "created_at":
+			err = decodeFloat(s, &a.CreatedAt)
+		default:
+			return keepField(s, &a.extra, string(key))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	})
 	switch {
 	case err != nil:
 		return ScopeAllocation{}, err
@@ -135,78 +144,87 @@ func decodeAllocation(raw json.RawMessage) (ScopeAllocation, error) {
 	case !hasPID:
 		return ScopeAllocation{}, errors.New("pid: missing")
 	}
-	if len(obj) > 0 {
-		a.extra = obj
-	}
 	return a, nil
 }
 
-func isNull(v json.RawMessage) bool { return string(v) == "null" }
-
-// decodeString takes a string or null. Plain strings (no escapes, valid
-// UTF-8) skip the reflection of json.Unmarshal: the registry is read on
-// every registration.
-func decodeString(v json.RawMessage, dst *string) error {
-	if isNull(v) {
+// decodeString takes a string or null ("").
+func decodeString(s *jsonScanner, dst *string) error {
+	if s.null() {
 		*dst = ""
 		return nil
 	}
-	if n := len(v); n >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-		*dst = string(v[1 : n-1])
-		return nil
-	}
-	return json.Unmarshal(v, dst)
+	v, err := s.str()
+	*dst = v
+	return err
 }
 
-func decodeInt(v json.RawMessage, dst *int) error {
-	n, err := strconv.Atoi(string(v))
+func decodeInt(s *jsonScanner, dst *int) error {
+	text, err := s.number()
 	if err != nil {
-		return fmt.Errorf("%s is not an integer", v)
+		return err
+	}
+	n, err := strconv.Atoi(string(text))
+	if err != nil {
+		return fmt.Errorf("%s is not an integer", text)
 	}
 	*dst = n
 	return nil
 }
 
-func decodeUint(v json.RawMessage, dst *uint64) error {
-	if isNull(v) {
+func decodeUint(s *jsonScanner, dst *uint64) error {
+	if s.null() {
 		*dst = 0
 		return nil
 	}
-	n, err := strconv.ParseUint(string(v), 10, 64)
+	text, err := s.number()
 	if err != nil {
-		return fmt.Errorf("%s is not a non-negative integer", v)
+		return err
+	}
+	n, err := strconv.ParseUint(string(text), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s is not a non-negative integer", text)
 	}
 	*dst = n
 	return nil
 }
 
-func decodeFloat(v json.RawMessage, dst *float64) error {
-	if isNull(v) {
+func decodeFloat(s *jsonScanner, dst *float64) error {
+	if s.null() {
 		*dst = 0
 		return nil
 	}
-	f, err := strconv.ParseFloat(string(v), 64)
+	text, err := s.number()
 	if err != nil {
-		return fmt.Errorf("%s is not a number", v)
+		return err
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil {
+		return fmt.Errorf("%s is not a number", text)
 	}
 	*dst = f
 	return nil
 }
 
-func decodeScopeList(v json.RawMessage, dst *[]string) error {
+// decodeScopeList takes an array of scope strings, or null.
+func decodeScopeList(s *jsonScanner, dst *[]string) error {
+	if s.null() {
+		*dst = nil
+		return nil
+	}
 	list := []string{}
-	if string(v) != "[]" {
-		if err := json.Unmarshal(v, &list); err != nil {
+	err := s.array(func() error {
+		text, err := s.str()
+		if err != nil {
 			return err
 		}
-	}
-	for _, s := range list {
-		if _, err := ParseScope(s); err != nil {
+		if _, err := ParseScope(text); err != nil {
 			return err
 		}
-	}
+		list = append(list, text)
+		return nil
+	})
 	*dst = list
-	return nil
+	return err
 }
 
 // Encode renders the registry as indented JSON: the seed's field order,
@@ -235,7 +253,9 @@ func encodeAllocation(b *bytes.Buffer, a *ScopeAllocation) {
 	const in = "\n      "
 	b.WriteString("\n    {" + in + `"name": `)
 	appendJSONString(b, a.Name)
-	b.WriteString("," + in + `"pid": ` + strconv.Itoa(a.PID))
+	b.WriteString("," + in + `"pid": `)
+	var num [32]byte
+	b.Write(strconv.AppendInt(num[:0], int64(a.PID), 10))
 	b.WriteString("," + in + `"socket": `)
 	appendJSONString(b, a.Socket)
 	b.WriteString("," + in + `"scope_allow": `)
@@ -248,8 +268,10 @@ func encodeAllocation(b *bytes.Buffer, a *ScopeAllocation) {
 	}
 	b.WriteString("," + in + `"scope_deny": `)
 	appendJSONStrings(b, a.ScopeDeny)
-	b.WriteString("," + in + `"pid_start": ` + strconv.FormatUint(a.PIDStart, 10))
-	b.WriteString("," + in + `"created_at": ` + strconv.FormatFloat(a.CreatedAt, 'f', -1, 64))
+	b.WriteString("," + in + `"pid_start": `)
+	b.Write(strconv.AppendUint(num[:0], a.PIDStart, 10))
+	b.WriteString("," + in + `"created_at": `)
+	b.Write(strconv.AppendFloat(num[:0], a.CreatedAt, 'f', -1, 64))
 	encodeExtra(b, a.extra, "      ")
 	b.WriteString("\n    }")
 }

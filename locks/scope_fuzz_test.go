@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,4 +102,39 @@ func checkTreeInvariants(t *testing.T, reg *ScopeRegistry) {
 			t.Fatalf("%s deny %v, children allow %v", p.Name, p.ScopeDeny, want)
 		}
 	}
+}
+
+// FuzzScopeJSONScanner holds the registry's JSON scanner to encoding/json:
+// the same inputs are valid, and strings decode to the same values. Seed
+// corpus: testdata/fuzz/FuzzScopeJSONScanner.
+func FuzzScopeJSONScanner(f *testing.F) {
+	for _, s := range []string{seedRegistry, `"a\u00e9\ud800x"`, `[1, -0.5e+3, true, null, {"a": []}]`, `01`, `"\x01"`, ` {"a" : "b" } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &jsonScanner{data: data}
+		err := s.document(func() error { _, err := s.skip(); return err })
+		if valid := json.Valid(data); valid != (err == nil) {
+			t.Fatalf("json.Valid(%q) = %v, scanner error %v", data, valid, err)
+		}
+		if err != nil {
+			return
+		}
+		var want any
+		if json.Unmarshal(data, &want) != nil {
+			t.Fatalf("valid but does not unmarshal: %q", data)
+		}
+		if str, ok := want.(string); ok {
+			s := &jsonScanner{data: data}
+			got, err := s.str()
+			if err != nil || got != str {
+				t.Fatalf("string %q: scanner %q %v, encoding/json %q", data, got, err, str)
+			}
+		}
+		if _, err := DecodeScopeRegistry(data); err == nil {
+			if _, ok := want.(map[string]any); !ok {
+				t.Fatalf("registry accepted a non-object %q", data)
+			}
+		}
+	})
 }

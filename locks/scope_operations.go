@@ -36,15 +36,15 @@ func (f *ScopeFile) Register(ctx context.Context, q ScopeRequest) (ScopeAllocati
 }
 
 // Release is the holder's exit (seed 004: Pod 正常終了): remove the
-// allocation with this name and pid, re-parent its live children to its
-// parent, recompute denies. Stale allocations found on the way are
-// reclaimed too. An allocation already gone is not an error.
+// allocation with this name and pid, re-parent its children to its parent,
+// recompute denies. It does not sweep for stale allocations — the next
+// start does (seed 004: 起動) — so an exit stays one short locked write. An
+// allocation already gone is not an error.
 func (f *ScopeFile) Release(ctx context.Context, name string, pid int) error {
 	return f.Transform(ctx, func(reg *ScopeRegistry) error {
 		if !reg.Release(name, pid) {
 			f.Log.Debug().Str("name", name).Int("pid", pid).Msg("scope allocation already gone")
 		}
-		f.reclaim(reg)
 		return nil
 	})
 }

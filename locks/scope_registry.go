@@ -61,8 +61,8 @@ type ScopeFile struct {
 	// LockWait bounds the flock wait; zero means DefaultScopeLockWait.
 	LockWait time.Duration
 	Log      zerolog.Logger
-	// Alive judges holders; nil means ProcessLiveness (kill(pid, 0), EPERM
-	// alive, start time compared).
+	// Alive judges holders; nil means kill(pid, 0) (EPERM alive), not a
+	// zombie, and the start time recorded (scopeProcessAlive).
 	Alive LiveFunc
 	// Now is the clock for created_at; nil means time.Now.
 	Now func() time.Time
@@ -84,7 +84,7 @@ func (f *ScopeFile) alive(pid int, start uint64) bool {
 	if f.Alive != nil {
 		return f.Alive(pid, start)
 	}
-	return ProcessLiveness(pid, start) == Alive
+	return scopeProcessAlive(pid, start)
 }
 
 func (f *ScopeFile) now() time.Time {

@@ -1,13 +1,17 @@
 package locks
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+	"sync"
+)
 
 // The delegation tree: who delegated to whom, and the rules that keep
 // scope_deny and delegated_from right whenever an allocation goes away
 // (seed 004: 正常終了 and stale の自動回収).
 
 // LiveFunc reports whether the process pid, started at start (0: unknown),
-// still runs.
+// still runs. It is called from several goroutines at once.
 type LiveFunc func(pid int, start uint64) bool
 
 // ReclaimStale removes every allocation whose holder is gone and hands its
@@ -16,12 +20,35 @@ type LiveFunc func(pid int, start uint64) bool
 // is delegated from A, A's deny is D's allow, and the rest of B's scope is
 // A's again. It returns the allocations removed.
 func (r *ScopeRegistry) ReclaimStale(alive LiveFunc) []ScopeAllocation {
-	gone := make([]bool, len(r.Allocations))
-	for i := range r.Allocations {
-		a := &r.Allocations[i]
-		gone[i] = !alive(a.PID, a.PIDStart)
+	return r.remove(judgeHolders(r.Allocations, alive))
+}
+
+// sweepChunk is the fewest holders one goroutine judges: each judgement is
+// a couple of microseconds in the kernel, a goroutine costs less than one.
+const sweepChunk = 128
+
+// judgeHolders marks the allocations whose holder is gone. Judging is
+// system calls, independent per holder, so a large registry is swept by
+// up to GOMAXPROCS goroutines, all joined before it returns.
+func judgeHolders(allocs []ScopeAllocation, alive LiveFunc) []bool {
+	gone := make([]bool, len(allocs))
+	judge := func(from, to int) {
+		for i := from; i < to; i++ {
+			gone[i] = !alive(allocs[i].PID, allocs[i].PIDStart)
+		}
 	}
-	return r.remove(gone)
+	workers := min(runtime.GOMAXPROCS(0), (len(allocs)+sweepChunk-1)/sweepChunk)
+	if workers <= 1 {
+		judge(0, len(allocs))
+		return gone
+	}
+	var wg sync.WaitGroup
+	per := (len(allocs) + workers - 1) / workers
+	for from := 0; from < len(allocs); from += per {
+		wg.Go(func() { judge(from, min(from+per, len(allocs))) })
+	}
+	wg.Wait()
+	return gone
 }
 
 // Release removes the allocation with this name and pid (both must match:
