@@ -91,16 +91,23 @@ func (h *helper) wait(t *testing.T) helperResult {
 		<-done
 		t.Fatalf("helper did not exit within 30s")
 	}
+	r := h.readResult(t)
+	if got := h.cmd.ProcessState.ExitCode(); got != r.Status {
+		t.Errorf("helper exit code %d, result says %d", got, r.Status)
+	}
+	return r
+}
+
+// readResult reads the result the helper wrote before exiting.
+func (h *helper) readResult(t *testing.T) helperResult {
+	t.Helper()
 	var r helperResult
 	b, err := os.ReadFile(h.result)
 	if err != nil {
-		t.Fatalf("helper exited %v without a result: %v", h.cmd.ProcessState, err)
+		t.Fatalf("helper exited (%v) without a result: %v", h.cmd.ProcessState, err)
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("result %q: %v", b, err)
-	}
-	if got := h.cmd.ProcessState.ExitCode(); got != r.Status {
-		t.Errorf("helper exit code %d, result says %d", got, r.Status)
 	}
 	return r
 }

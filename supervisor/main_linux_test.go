@@ -53,7 +53,7 @@ type helperResult struct {
 // superviseRole reads its Config from the environment:
 //
 //	HELPER_ARGV (JSON), HELPER_GRACE, HELPER_TIMEOUT, HELPER_LOST_AFTER,
-//	HELPER_KEEP_ORPHANS=1, HELPER_STDOUT (file), HELPER_RAISE (signal number
+//	HELPER_KEEP_ORPHANS=1, HELPER_DIE_WITH_PARENT=1, HELPER_STDOUT (file), HELPER_RAISE (signal number
 //	raised and queued before Run), HELPER_READY (file written after Notify),
 //	HELPER_RESULT (file).
 func superviseRole() int {
@@ -65,6 +65,12 @@ func superviseRole() int {
 	}
 	sigs := supervisor.Notify()
 	defer sigs.Stop()
+	if os.Getenv("HELPER_DIE_WITH_PARENT") == "1" {
+		if err := supervisor.DieWithParent(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 99
+		}
+	}
 	if err := raiseAndQueue(sigs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 99

@@ -98,3 +98,21 @@ func TestTermAtRandomTimesLeavesNothing(t *testing.T) {
 		t.Errorf("zombie children of the test process: %v", zs)
 	}
 }
+
+// TestDieWithParent: withlock's parent (a shell here) is KILLed; withlock
+// gets TERM from the kernel and takes its whole tree down.
+func TestDieWithParent(t *testing.T) {
+	h := startHelper(t, helperOpts{wrap: []string{"sh", "-c", `"$@" & wait`, "sh"},
+		argv: []string{"sh", "-c", "setsid sleep 300 & sleep 301"},
+		env:  []string{"HELPER_GRACE=2s", "HELPER_DIE_WITH_PARENT=1"}})
+	h.waitReady(t)
+	waitFor(t, defaultWait, "the command's sleeps", func() bool { return len(withToken(h.token)) >= 4 })
+	h.signal(t, syscall.SIGKILL) // the shell: the helper is its child
+	_ = h.cmd.Wait()
+	// The helper now belongs to init; it cannot be waited for, only watched.
+	waitFor(t, defaultWait, "the helper and its tree to be gone", func() bool { return len(withToken(h.token)) == 0 })
+	r := h.readResult(t)
+	if r.Status != 143 {
+		t.Errorf("status %d, want 143 (the command died of the forwarded TERM)", r.Status)
+	}
+}
