@@ -189,13 +189,12 @@ func (s *supervision) startDraining() {
 		s.kill()
 		return
 	}
-	s.signalGroup(syscall.SIGTERM)
 	s.signalTree(left, syscall.SIGTERM)
 	s.startGrace()
 }
 
-// kill sends KILL to the child's group and every descendant. It runs again
-// on each poll after the first KILL, for processes forked meanwhile.
+// kill sends KILL to the child's group and every descendant (with
+// KeepOrphans, to the group only).
 func (s *supervision) kill() {
 	if s.killedAt.IsZero() {
 		s.killedAt = time.Now()
@@ -239,15 +238,19 @@ func (s *supervision) restoreTerminal() {
 }
 
 // signalGroup signals the child's process group; an empty group is fine. A
-// main child that left its group (setsid, setpgid) is signalled by pid too;
-// its pid cannot be reused before we reap it, so that is safe.
+// main child that left its group (setsid, setpgid) is signalled by pid too.
+//
+// Only while the main child is unreaped: until then its pid, the group id,
+// cannot be reused. Once it is reaped, an emptied group's id could name a
+// stranger's group after pid wrap-around, so the leftovers (all of them our
+// descendants) are signalled one by one instead, checked by start time.
 func (s *supervision) signalGroup(sig syscall.Signal) {
+	if s.exited {
+		return
+	}
 	err := unix.Kill(-s.pid, sig)
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pid).Msg("signal group")
-	}
-	if s.exited {
-		return
 	}
 	if pgid, err := unix.Getpgid(s.pid); err == nil && pgid != s.pid {
 		_ = unix.Kill(s.pid, sig)
