@@ -52,6 +52,19 @@ type Broken struct {
 // even one that cannot be read. No lock: ErrNoLock. The fencing counter is
 // left alone, so the next holder still gets a larger token.
 func (r *RunLocker) Break(runID string, force bool) (*Broken, error) {
+	return r.breakLock(runID, force, "")
+}
+
+// BreakHolder moves the lock of runID aside, alive holder or not, but only
+// while it still carries lockID: once that holder released it, a new
+// holder's lock is never touched (ErrNoLock). It is the last step of
+// `withlock break --signal`, after the holder had its chance to leave.
+func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
+	return r.breakLock(runID, true, lockID)
+}
+
+// breakLock is Break; lockID, when set, is the only lock it may move.
+func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken, error) {
 	lockPath := r.LockPath(runID)
 	if _, err := r.fsys().Lstat(lockPath); errors.Is(err, fs.ErrNotExist) {
 		// Checked before the guard so that breaking a free run id does not
@@ -68,6 +81,8 @@ func (r *RunLocker) Break(runID string, force bool) (*Broken, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
+	case lockID != "" && (err != nil || v.parseErr != nil || v.payload.LockID != lockID):
+		return nil, fmt.Errorf("%w for run %q: lock_id %s was released", ErrNoLock, runID, lockID)
 	case err != nil && !force:
 		return nil, fmt.Errorf("%w (--force moves it aside unread)", err)
 	case err != nil:

@@ -183,3 +183,27 @@ func TestHelperHolder(t *testing.T) {
 	os.Stdout.WriteString(l.LockID() + "\n")
 	select {}
 }
+
+func TestBreakHolderOnlyMovesThatHoldersLock(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	first := mustAcquire(t, r, "job")
+	firstID := first.LockID()
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.BreakHolder("job", firstID); !errors.Is(err, ErrNoLock) {
+		t.Fatalf("released holder: %v, want ErrNoLock", err)
+	}
+	second := mustAcquire(t, r, "job")
+	if _, err := r.BreakHolder("job", firstID); !errors.Is(err, ErrNoLock) {
+		t.Fatalf("new holder's lock: %v, want ErrNoLock", err)
+	}
+	if got := readPayload(t, r.LockPath("job")); got.LockID != second.LockID() {
+		t.Fatalf("new holder's lock was touched: %+v", got)
+	}
+	b, err := r.BreakHolder("job", second.LockID())
+	if err != nil || b.Reason != NotStale || b.Holder.LockID != second.LockID() {
+		t.Fatalf("live holder: %+v %v", b, err)
+	}
+}

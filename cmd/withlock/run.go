@@ -84,11 +84,14 @@ func runAction(c *cli.Context) error {
 		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
 	}
 	line := newWaitLine(runID)
-	be, err := newBackend(c, log, strings.Join(argv, " "), line.Update)
+	events := newRunEvents(log, runID) // waiting, acquired, released, exit (events.go)
+	be, err := newBackend(c, log, strings.Join(argv, " "), events.onWait(line.Update))
 	if err != nil {
 		return err
 	}
-	return superviseUnderLock(c, log, sigs, opts, be, runID, argv, line.Done)
+	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done)
+	events.exit(err)
+	return err
 }
 
 // superviseUnderLock is the life of `withlock run` once flags are parsed:

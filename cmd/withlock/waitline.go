@@ -1,7 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/term"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -9,14 +16,133 @@ import (
 // waitLine shows, while withlock waits for a held lock on a terminal, one
 // updating line on stderr: which lock, held by whom, for how long, how long
 // we have waited. Nothing when stderr is not a terminal.
+//
+// Update is called only when the acquirer wakes (about once a second, or
+// on an event), so a ticker redraws the line every second in between; Done
+// stops it and clears the line. Both are safe from any goroutine.
 type waitLine struct {
 	runID string
+	out   *os.File
+	tty   bool
+	now   func() time.Time
+	every time.Duration
+
+	mu      sync.Mutex
+	holder  locks.Holder
+	started time.Time // when this acquirer began to wait
+	drawn   bool
+	done    bool
+	stop    chan struct{} // nil until the first Update starts the ticker
+	stopped chan struct{}
 }
 
-func newWaitLine(runID string) *waitLine { return &waitLine{runID: runID} }
+func newWaitLine(runID string) *waitLine { return newWaitLineOn(os.Stderr, runID) }
+
+func newWaitLineOn(out *os.File, runID string) *waitLine {
+	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), now: time.Now, every: time.Second}
+}
 
 // Update is called before each wait with the current holder.
-func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {}
+func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
+	if !w.tty || h == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	w.holder = *h
+	if w.stop == nil {
+		w.started = w.now().Add(-waited)
+		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
+		go w.tick(w.stop, w.stopped)
+	}
+	w.drawLocked()
+}
 
-// Done clears the line once the wait is over.
-func (w *waitLine) Done() {}
+// Done clears the line once the wait is over and stops the ticker.
+func (w *waitLine) Done() {
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return
+	}
+	w.done = true
+	if w.drawn {
+		fmt.Fprint(w.out, "\r\x1b[K")
+		w.drawn = false
+	}
+	stop, stopped := w.stop, w.stopped
+	w.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+}
+
+func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if !w.done {
+				w.drawLocked()
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// drawLocked rewrites the line in place: carriage return, the text cut to
+// the terminal's width (a wrapped line could not be redrawn), clear to the
+// end of the line.
+func (w *waitLine) drawLocked() {
+	text := w.text(w.now())
+	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
+		text = cutRunes(text, cols-1)
+	}
+	fmt.Fprint(w.out, "\r"+text+"\x1b[K")
+	w.drawn = true
+}
+
+// text is the line: the most useful facts first, the command (which may be
+// long) last, where cutting it costs least.
+func (w *waitLine) text(now time.Time) string {
+	h := &w.holder
+	var b strings.Builder
+	fmt.Fprintf(&b, "withlock: waiting %s for %q, ", roundSeconds(now.Sub(w.started)), w.runID)
+	if h.Torn {
+		fmt.Fprintf(&b, "held by an unreadable lock file written %s ago", roundSeconds(now.Sub(h.ModTime)))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "held by pid %d", h.Pid)
+	if h.Host != "" {
+		fmt.Fprintf(&b, " on %s", h.Host)
+	}
+	if h.CreatedAt > 0 {
+		fmt.Fprintf(&b, " for %s", roundSeconds(now.Sub(h.Created())))
+	}
+	if h.Command != "" {
+		fmt.Fprintf(&b, ": %s", h.Command)
+	}
+	return b.String()
+}
+
+func roundSeconds(d time.Duration) time.Duration {
+	return max(d, 0).Round(time.Second)
+}
+
+// cutRunes shortens s to at most n runes, marking the cut with "…".
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+)
+
+func init() { commandRegistry = append(commandRegistry, breakCommand) }
+
+// defaultBreakGrace outlasts the holder's own default teardown grace (10s),
+// so a holder that tears its child down TERM → KILL has time to release.
+const defaultBreakGrace = 15 * time.Second
+
+func breakCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
+		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
+		&cli.DurationFlag{Name: "grace", Value: defaultBreakGrace, Usage: "with --signal: how long the holder may take to release"},
+	}
+	return &cli.Command{
+		Name:      "break",
+		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
+		ArgsUsage: "RUN_ID",
+		Description: `Moves the lock of RUN_ID aside, under the same guard as every acquire and
+release, never over an earlier stale file. The fencing counter stays, so
+the next holder gets a larger token than the broken one.
+
+Without --force only a stale lock is moved (holder dead or its pid reused,
+expired, corrupt). A holder alive on this host, on another host (its
+liveness cannot be known before the lock expires), or a lock file still
+being written is refused with exit 75. --signal sends TERM to a live holder
+on this host (withlock itself, which tears its command down and releases),
+waits up to --grace, and breaks the lock if that same holder still has it.
+
+Exits 0 when the lock was moved, released after --signal, or there was
+none; 75 when refused; 73 when the lock could not be read or moved.
+
+Examples:
+   withlock break nightly-backup
+   withlock break --signal --grace 30s r-42
+   withlock break --force r-42     # holder alive or on another host: you decide`,
+		Flags:  append(flags, logFlags()...),
+		Action: breakAction,
+	}
+}
+
+func breakAction(c *cli.Context) error {
+	if c.NArg() != 1 || c.Args().First() == "" {
+		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
+	}
+	runID := c.Args().First()
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	if c.Duration("grace") < 0 {
+		return usageError("--grace %v: must not be negative", c.Duration("grace"))
+	}
+	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	if err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	locker.Log = log
+	say := func(format string, args ...any) {
+		if !c.Bool("quiet") {
+			fmt.Printf(format+"\n", args...)
+		}
+	}
+
+	b, err := locker.Break(runID, c.Bool("force"))
+	var live *locks.LiveHolderError
+	if errors.As(err, &live) && c.Bool("signal") {
+		b, err = signalThenBreak(locker, live, c.Duration("grace"), say)
+	}
+	switch {
+	case errors.Is(err, errReleased):
+		say("pid %d released the lock of run %q after SIGTERM", live.Holder.Pid, runID)
+		return nil
+	case errors.Is(err, locks.ErrNoLock):
+		say("no lock for run %q", runID)
+		return nil
+	case errors.As(err, &live):
+		return exitWith(exitTempFail, fmt.Errorf("break: %v; %s", live, breakHint(live)))
+	case err != nil:
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	}
+	why := string(b.Reason)
+	if b.Reason == locks.NotStale {
+		why = "forced"
+	}
+	say("moved the lock of run %q aside (%s; was %s): %s", runID, why, b.Holder.Describe(time.Now()), b.MovedTo)
+	return nil
+}
+
+// breakHint says what the user may do about a refusal.
+func breakHint(live *locks.LiveHolderError) string {
+	if live.Liveness == locks.HolderAlive {
+		return fmt.Sprintf("--signal asks pid %d to stop first, --force moves the lock anyway", live.Holder.Pid)
+	}
+	return "--force moves the lock anyway"
+}
+
+// errReleased: after --signal's TERM the holder released the lock itself.
+var errReleased = errors.New("released by its holder")
+
+// signalThenBreak sends TERM to a live local holder, waits up to grace for
+// it to release, and breaks that holder's lock if it is still there. A
+// holder that released is reported, and the lock (if a new holder took it
+// meanwhile) is left alone.
+func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration, say func(string, ...any)) (*locks.Broken, error) {
+	h := live.Holder
+	if live.Liveness != locks.HolderAlive {
+		return nil, live // nothing we can signal from here
+	}
+	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
+		return nil, fmt.Errorf("signal pid %d: %w", h.Pid, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := locker.AwaitRelease(ctx, live.RunID, h.LockID); err == nil {
+		b, err := locker.Break(live.RunID, false)
+		if errors.Is(err, locks.ErrNoLock) || errors.As(err, new(*locks.LiveHolderError)) {
+			return nil, errReleased
+		}
+		return b, err // it died without releasing: its lock is stale
+	}
+	return locker.BreakHolder(live.RunID, h.LockID)
+}

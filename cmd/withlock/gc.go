@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+)
+
+func init() { commandRegistry = append(commandRegistry, gcCommand) }
+
+func gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "remove old moved-aside locks (*.stale.*) and temp files (*.tmp.*)",
+		Description: `Removes, from the lock directory, locks moved aside by reclaim or break
+(*.stale.<ts>: their age is the time in the name) and temp files left by
+writers (*.tmp.*: their age is their modification time) older than
+--older-than, and prints each one (with --dry-run: what it would remove).
+Lock, guard and fence files are never touched; temp files younger than a
+minute are always left to their writer.
+
+Exits 0 when every file due was removed, 73 when the directory could not be
+read or a removal failed.
+
+Examples:
+   withlock gc
+   withlock gc --older-than 24h --dry-run
+   # weekly, from cron:
+   @weekly withlock gc -q`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+			&cli.DurationFlag{Name: "older-than", Value: locks.DefaultGCAge, Usage: "remove only files older than `DUR`"},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing (errors still print)"},
+		},
+		Action: gcAction,
+	}
+}
+
+func gcAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError("gc: takes no arguments (got %q)", c.Args().Slice())
+	}
+	olderThan := c.Duration("older-than")
+	if olderThan < 0 {
+		return usageError("--older-than %v: must not be negative", olderThan)
+	}
+	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	if err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	dry := c.Bool("dry-run")
+	removed, err := locker.CollectGarbage(olderThan, dry)
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+	}
+	now := time.Now()
+	if !c.Bool("quiet") {
+		for _, l := range removed {
+			fmt.Printf("%s %s (%s old)\n", verb, l, shortDuration(l.Age(now).Seconds()))
+		}
+	}
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("gc: %w", err))
+	}
+	return nil
+}

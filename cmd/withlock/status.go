@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+)
+
+func init() { commandRegistry = append(commandRegistry, statusCommand) }
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show who holds which lock, alive or stale, and what waits for gc",
+		ArgsUsage: "[RUN_ID...]",
+		Description: `Lists every run lock in the lock directory — run id, holder pid, host,
+whether the holder is alive (dead, or unknown when it runs on another host),
+its command, when it took the lock, when the lock expires unless renewed,
+its fencing token, why it is stale if it is — then the moved-aside and temp
+files waiting for gc, then the scope registry as a delegation tree with each
+holder's effective write scope. With RUN_IDs, only those run locks (a run id
+without a lock shows as free). Nothing is changed.
+
+Exits 0 when everything could be read, 73 when something could not (lock
+directory unreadable or unsafe, a lock file that cannot be opened, a
+corrupt scope registry): what could be read is still shown.
+
+Examples:
+   withlock status
+   withlock status nightly-backup
+   withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
+			&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+			&cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"},
+		},
+		Action: statusAction,
+	}
+}
+
+func statusAction(c *cli.Context) error {
+	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	if err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	runIDs := c.Args().Slice()
+	st := gatherStatus(locker, runIDs, locks.ScopeFilePath(c.String("scope-file"), os.Getenv))
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(st); err != nil {
+			return exitWith(exitCantCreate, err)
+		}
+	} else {
+		writeStatusTable(os.Stdout, st)
+	}
+	if len(st.Errors) == 0 {
+		return nil
+	}
+	for _, e := range st.Errors {
+		fmt.Fprintln(os.Stderr, "withlock: status: "+e)
+	}
+	return silentExit(exitCantCreate)
+}
+
+// statusReport is the JSON document of `withlock status --json`. Every
+// field is always present (empty lists are [], absent strings ""), so a
+// script never has to tell null from missing.
+type statusReport struct {
+	Dir       string           `json:"dir"`
+	Now       float64          `json:"now"`
+	Locks     []lockStatus     `json:"locks"`
+	Leftovers []leftoverStatus `json:"leftovers"`
+	Scopes    *scopeStatus     `json:"scopes"` // null when RUN_IDs were named
+	Errors    []string         `json:"errors"`
+}
+
+// lockStatus is one run lock (or a named run id that has none: state "free").
+type lockStatus struct {
+	RunID            string  `json:"run_id"`
+	Key              string  `json:"key"`
+	LockFile         string  `json:"lock_file"`
+	State            string  `json:"state"`        // held | stale | torn | unreadable | free
+	StaleReason      string  `json:"stale_reason"` // expired | holder dead | pid reused | corrupt | ""
+	Liveness         string  `json:"liveness"`     // alive | dead | pid reused | unknown; "" when free
+	Pid              int     `json:"pid"`
+	Host             string  `json:"host"`
+	Command          string  `json:"command"`
+	LockID           string  `json:"lock_id"`
+	FencingToken     uint64  `json:"fencing_token"`
+	CreatedAt        float64 `json:"created_at"`
+	ExpiresAt        float64 `json:"expires_at"`
+	AgeSeconds       float64 `json:"age_seconds"`
+	ExpiresInSeconds float64 `json:"expires_in_seconds"` // negative once expired
+	Error            string  `json:"error"`
+}
+
+type leftoverStatus struct {
+	Path       string  `json:"path"`
+	Kind       string  `json:"kind"` // stale | temp
+	RunID      string  `json:"run_id"`
+	Key        string  `json:"key"`
+	Since      float64 `json:"since"`
+	AgeSeconds float64 `json:"age_seconds"`
+	Size       int64   `json:"size"`
+}
+
+type scopeStatus struct {
+	File        string            `json:"file"`
+	Allocations []locks.ScopeNode `json:"allocations"`
+}
+
+// gatherStatus reads the lock directory and the scope registry. What could
+// not be read goes to Errors; the rest is still reported.
+func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
+	now := time.Now()
+	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
+	rep, err := locker.Inspect()
+	if err != nil {
+		st.Errors = append(st.Errors, err.Error())
+		rep = &locks.DirReport{Dir: locker.Dir}
+	}
+	keys := make(map[string]string, len(runIDs))
+	for _, id := range runIDs {
+		keys[locks.Key(id)] = id
+	}
+	wanted := func(key string) bool { _, ok := keys[key]; return len(runIDs) == 0 || ok }
+	for _, l := range rep.Locks {
+		if !wanted(l.Key) {
+			continue
+		}
+		ls := newLockStatus(l, now)
+		if ls.RunID == "" {
+			ls.RunID = keys[l.Key]
+		}
+		st.Locks = append(st.Locks, ls)
+		if l.State == locks.StateUnreadable {
+			st.Errors = append(st.Errors, l.Err.Error())
+		}
+		delete(keys, l.Key)
+	}
+	for _, id := range runIDs {
+		if _, free := keys[locks.Key(id)]; free {
+			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free"})
+			delete(keys, locks.Key(id))
+		}
+	}
+	for _, l := range rep.Leftovers {
+		if wanted(l.Key) {
+			st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: l.RunID,
+				Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
+		}
+	}
+	if len(runIDs) == 0 {
+		st.Scopes = gatherScopes(scopeFile, st)
+	}
+	return st
+}
+
+func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
+	p := l.Payload
+	ls := lockStatus{
+		RunID: p.RunID, Key: l.Key, LockFile: l.Path, State: string(l.State),
+		StaleReason: string(l.StaleReason), Liveness: string(l.Liveness),
+		Pid: p.Pid, Host: p.Host, Command: p.Command, LockID: p.LockID, FencingToken: p.FencingToken,
+		CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+	}
+	if p.CreatedAt > 0 {
+		ls.AgeSeconds = seconds(now.Sub(p.Created()))
+	}
+	if p.ExpiresAt > 0 {
+		ls.ExpiresInSeconds = seconds(p.Expires().Sub(now))
+	}
+	if l.Err != nil {
+		ls.Error = l.Err.Error()
+	}
+	return ls
+}
+
+// gatherScopes reads the scope registry (under its shared flock, bounded).
+func gatherScopes(path string, st *statusReport) *scopeStatus {
+	ss := &scopeStatus{File: path, Allocations: []locks.ScopeNode{}}
+	nodes, err := (&locks.ScopeFile{Path: path}).Status(context.Background())
+	if err != nil {
+		st.Errors = append(st.Errors, err.Error())
+		return ss
+	}
+	if nodes != nil {
+		ss.Allocations = nodes
+	}
+	return ss
+}
+
+func epoch(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// seconds rounds to milliseconds: enough for scripts, stable to read.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// writeStatusTable prints the human view: aligned columns, relative times.
+func writeStatusTable(w io.Writer, st *statusReport) {
+	if len(st.Locks) == 0 {
+		fmt.Fprintf(w, "no run locks in %s\n", st.Dir)
+	} else {
+		t := newTable("RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
+		for _, l := range st.Locks {
+			t.row(lockRow(l)...)
+		}
+		t.write(w)
+	}
+	if len(st.Leftovers) > 0 {
+		fmt.Fprintf(w, "\nwaiting for gc in %s (%d):\n", st.Dir, len(st.Leftovers))
+		t := newTable("  FILE", "KIND", "RUN ID", "SINCE")
+		for _, l := range st.Leftovers {
+			t.row("  "+filepath.Base(l.Path), l.Kind, orDash(l.RunID), ago(l.AgeSeconds))
+		}
+		t.write(w)
+	}
+	if st.Scopes != nil && len(st.Scopes.Allocations) > 0 {
+		fmt.Fprintf(w, "\nscopes (%s):\n", st.Scopes.File)
+		t := newTable("  NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
+		for _, n := range st.Scopes.Allocations {
+			scopeRows(t, n, "  ")
+		}
+		t.write(w)
+	}
+}
+
+func lockRow(l lockStatus) []string {
+	runID := l.RunID
+	if runID == "" {
+		runID = "? " + l.Key[:12] // unparseable: the file name is all there is
+	}
+	state := l.State
+	if l.StaleReason != "" {
+		state += " (" + l.StaleReason + ")"
+	}
+	if l.State == "free" || l.State == "unreadable" || (l.Pid == 0 && l.LockID == "") {
+		return []string{runID, state, "-", "-", "-", "-", "-", "-", orDash(l.Error)}
+	}
+	token := "-"
+	if l.FencingToken > 0 {
+		token = fmt.Sprint(l.FencingToken)
+	}
+	acquired := "-"
+	if l.CreatedAt > 0 {
+		acquired = ago(l.AgeSeconds)
+	}
+	return []string{runID, state, fmt.Sprint(l.Pid), orDash(l.Host), l.Liveness,
+		acquired, expiresIn(l.ExpiresInSeconds), token, orDash(l.Command)}
+}
+
+// scopeRows adds n and its delegates, each level indented under its
+// parent and marked "└ "; indent is n's own.
+func scopeRows(t *table, n locks.ScopeNode, indent string) {
+	holder := "dead"
+	if n.Alive {
+		holder = "alive"
+	}
+	var reads []string
+	for _, s := range n.Allow {
+		if sc, err := locks.ParseScope(s); err == nil && sc.Mode == locks.ScopeRead {
+			reads = append(reads, s)
+		}
+	}
+	t.row(indent+n.Name, fmt.Sprint(n.PID), holder, n.Effective.String(), orDash(strings.Join(slices.Sorted(slices.Values(reads)), ", ")))
+	for _, child := range n.Children {
+		scopeRows(t, child, strings.ReplaceAll(indent, "└ ", "  ")+"└ ")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ago(sec float64) string { return shortDuration(sec) + " ago" }
+
+func expiresIn(sec float64) string {
+	if sec < 0 {
+		return "expired " + ago(-sec)
+	}
+	return "in " + shortDuration(sec)
+}
+
+// shortDuration renders seconds the way a person reads an age: 45s, 3m12s,
+// 2h5m, 3d4h.
+func shortDuration(sec float64) string {
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Second:
+		return "<1s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}

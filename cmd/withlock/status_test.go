@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// statusFixture is a lock dir with a lock held by this process, a
+// moved-aside lock, and a scope registry: a live root (this process) that
+// delegated part of its tree to a child whose holder is dead.
+func statusFixture(t *testing.T) (*locks.RunLocker, string, func()) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "locks")
+	r, err := locks.NewRunLocker(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Command = "sleep 60"
+	l, h, err := r.TryAcquire("job")
+	if err != nil || l == nil {
+		t.Fatalf("acquire: %v %+v", err, h)
+	}
+	if err := os.WriteFile(r.LockPath("old")+".stale.1000000000", []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scope := filepath.Join(dir, "scope.lock")
+	reg := fmt.Sprintf(`{"allocations":[
+	 {"name":"root","pid":%d,"socket":null,"scope_allow":["/p:write:recursive","/etc:read"],"scope_deny":["/p/sub:write:recursive"],"delegated_from":null},
+	 {"name":"kid","pid":999999999,"socket":null,"scope_allow":["/p/sub:write:recursive"],"scope_deny":[],"delegated_from":"root"}]}`, os.Getpid())
+	if err := os.WriteFile(scope, []byte(reg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r, scope, func() { l.Release() }
+}
+
+func keysOf(t *testing.T, v any) []string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("not an object: %v", v)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestStatusJSONShape pins the documented fields of `status --json`:
+// changing them breaks scripts, so it must be a decision, not an accident.
+func TestStatusJSONShape(t *testing.T) {
+	r, scope, release := statusFixture(t)
+	defer release()
+	data, err := json.Marshal(gatherStatus(r, nil, scope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"":          {"dir", "errors", "leftovers", "locks", "now", "scopes"},
+		"locks":     {"age_seconds", "command", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token", "host", "key", "liveness", "lock_file", "lock_id", "pid", "run_id", "stale_reason", "state"},
+		"leftovers": {"age_seconds", "key", "kind", "path", "run_id", "since", "size"},
+		"scopes":    {"allocations", "file"},
+	}
+	check := func(name string, v any) {
+		if got := keysOf(t, v); !slices.Equal(got, want[name]) {
+			t.Errorf("%q fields:\n got %q\nwant %q", name, got, want[name])
+		}
+	}
+	check("", doc)
+	check("locks", doc["locks"].([]any)[0])
+	check("leftovers", doc["leftovers"].([]any)[0])
+	check("scopes", doc["scopes"])
+	if errs := doc["errors"].([]any); len(errs) != 0 {
+		t.Errorf("errors: %v", errs)
+	}
+
+	lock := doc["locks"].([]any)[0].(map[string]any)
+	if lock["run_id"] != "job" || lock["state"] != "held" || lock["liveness"] != "alive" ||
+		lock["pid"] != float64(os.Getpid()) || lock["command"] != "sleep 60" || lock["fencing_token"] != float64(1) {
+		t.Errorf("lock: %v", lock)
+	}
+	if in := lock["expires_in_seconds"].(float64); in <= 0 || in > 60 {
+		t.Errorf("expires_in_seconds %v, want within the minute's TTL", in)
+	}
+	roots := doc["scopes"].(map[string]any)["allocations"].([]any)
+	if len(roots) != 1 {
+		t.Fatalf("scope roots: %v", roots)
+	}
+	root := roots[0].(map[string]any)
+	kid := root["children"].([]any)[0].(map[string]any)
+	if root["name"] != "root" || root["alive"] != true || kid["name"] != "kid" || kid["alive"] != false {
+		t.Errorf("scope tree: %v", root)
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	r, scope, release := statusFixture(t)
+	defer release()
+	var out bytes.Buffer
+	writeStatusTable(&out, gatherStatus(r, nil, scope))
+	text := out.String()
+	for _, want := range []string{
+		fmt.Sprintf("job     held   %d", os.Getpid()),
+		"alive",
+		"sleep 60",
+		"waiting for gc in " + r.Dir + " (1):",
+		"stale  -       ",
+		"scopes (" + scope + "):",
+		"/p:write:recursive except /p/sub:write:recursive",
+		"/etc:read",
+		"└ kid",
+		"999999999",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+	// Columns are aligned: each header word starts where its cells do.
+	lines := strings.Split(text, "\n")
+	if col := strings.Index(lines[0], "COMMAND"); col < 0 || !strings.HasPrefix(lines[1][col:], "sleep 60") {
+		t.Errorf("COMMAND column misaligned:\n%s\n%s", lines[0], lines[1])
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	cases := map[float64]string{0.2: "<1s", 45: "45s", 192: "3m12s", 7500: "2h05m", 3*86400 + 4*3600: "3d04h"}
+	for in, want := range cases {
+		if got := shortDuration(in); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
