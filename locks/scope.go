@@ -47,7 +47,7 @@ func (s Scope) String() string {
 // colons: the suffixes are taken from the right. PATH must be absolute; it
 // is cleaned lexically (trailing slashes, `.`, `..`) but the filesystem is
 // not consulted — ResolveScope does that. The error quotes the offending
-// text and wraps ErrScopeUsage.
+// text and matches ErrScopeUsage.
 func ParseScope(text string) (Scope, error) {
 	rest, recursive := strings.CutSuffix(text, ":recursive")
 	i := strings.LastIndexByte(rest, ':')
@@ -85,7 +85,7 @@ func checkScopePath(path string) error {
 }
 
 func scopeSyntaxError(text, why string) error {
-	return fmt.Errorf("%w: malformed scope %q: %s", ErrScopeUsage, text, why)
+	return scopeUsagef("malformed scope %q: %s", text, why)
 }
 
 // ParseScopes parses every text; the first malformed one is the error.

@@ -40,6 +40,17 @@ type registryFault string
 func (e registryFault) Error() string        { return string(e) }
 func (e registryFault) Is(target error) bool { return target == ErrRegistryUnusable }
 
+// scopeUsage is an ErrScopeUsage error with a message of its own (the
+// sentinel's text would only repeat what the message says).
+type scopeUsage string
+
+func (e scopeUsage) Error() string        { return string(e) }
+func (e scopeUsage) Is(target error) bool { return target == ErrScopeUsage }
+
+func scopeUsagef(format string, args ...any) error {
+	return scopeUsage(fmt.Sprintf(format, args...))
+}
+
 // unusable marks an OS or safety error on the registry as ErrRegistryUnusable.
 func unusable(err error) error {
 	if errors.Is(err, ErrRegistryUnusable) {

@@ -122,7 +122,7 @@ func FuzzScopeJSONScanner(f *testing.F) {
 		}
 		var want any
 		if json.Unmarshal(data, &want) != nil {
-			t.Fatalf("valid but does not unmarshal: %q", data)
+			return // valid, but a number overflows float64 (1E700): nothing to compare
 		}
 		if str, ok := want.(string); ok {
 			s := &jsonScanner{data: data}

@@ -3,7 +3,6 @@ package locks
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"regexp"
 	"time"
 	"unicode/utf8"
@@ -34,17 +33,17 @@ var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 func (q ScopeRequest) check() error {
 	switch {
 	case len(q.Allow) == 0:
-		return fmt.Errorf("%w: no scope requested", ErrScopeUsage)
+		return scopeUsagef("no scope requested")
 	case q.Name != "" && !scopeNamePattern.MatchString(q.Name):
-		return fmt.Errorf("%w: scope name %q: want 1-64 of A-Z a-z 0-9 . _ -", ErrScopeUsage, q.Name)
+		return scopeUsagef("scope name %q: want 1-64 of A-Z a-z 0-9 . _ -", q.Name)
 	case !utf8.ValidString(q.Socket):
-		return fmt.Errorf("%w: socket path %q is not valid UTF-8", ErrScopeUsage, q.Socket)
+		return scopeUsagef("socket path %q is not valid UTF-8", q.Socket)
 	case q.PID <= 0:
-		return fmt.Errorf("%w: pid %d", ErrScopeUsage, q.PID)
+		return scopeUsagef("pid %d", q.PID)
 	}
 	for _, s := range q.Allow {
 		if err := checkScopePath(s.Path); err != nil || s.Mode == 0 {
-			return fmt.Errorf("%w: scope %q is not normalised", ErrScopeUsage, s)
+			return scopeUsagef("scope %q is not normalised", s)
 		}
 	}
 	return nil
@@ -70,7 +69,7 @@ func (r *ScopeRegistry) Register(q ScopeRequest, now time.Time) (ScopeAllocation
 	var parent *ScopeAllocation
 	if q.DelegateFrom != "" {
 		if parent = r.find(q.DelegateFrom); parent == nil {
-			return ScopeAllocation{}, fmt.Errorf("%w: unknown scope parent %q (no live allocation has that name)", ErrScopeUsage, q.DelegateFrom)
+			return ScopeAllocation{}, scopeUsagef("unknown scope parent %q (no live allocation has that name)", q.DelegateFrom)
 		}
 	}
 	if err := r.checkConflicts(q.Allow, parent); err != nil {
@@ -94,7 +93,7 @@ func (r *ScopeRegistry) Register(q ScopeRequest, now time.Time) (ScopeAllocation
 func (r *ScopeRegistry) pickName(want string) (string, error) {
 	if want != "" {
 		if a := r.find(want); a != nil {
-			return "", fmt.Errorf("%w: scope name %q is taken by live pid %d", ErrScopeUsage, want, a.PID)
+			return "", scopeUsagef("scope name %q is taken by live pid %d", want, a.PID)
 		}
 		return want, nil
 	}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/supervisor"
+)
+
+func init() { commandRegistry = append(commandRegistry, scopeCommand) }
+
+func scopeFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"}
+}
+
+func scopeCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "name", Usage: "allocation name, unique among live holders (default: 6 random hex digits)"},
+		&cli.StringSliceFlag{Name: "allow", Usage: "scope `PATH:read|write[:recursive]` to hold (repeatable)"},
+		&cli.StringFlag{Name: "delegate-from", EnvVars: []string{"WITHLOCK_SCOPE_NAME"}, Usage: "take the scope from this live allocation's (default: the scoped withlock this runs under)"},
+		&cli.StringFlag{Name: "socket", Usage: "socket `PATH` recorded with the allocation"},
+		scopeFileFlag(),
+	}
+	flags = append(flags, superviseFlags()...)
+	flags = append(flags, logFlags()...)
+	return &cli.Command{
+		Name:      "scope",
+		Usage:     "hold path scopes in the machine-wide registry while COMMAND runs",
+		ArgsUsage: "-- COMMAND [ARGS...]",
+		Description: `Registers the --allow scopes for the command's lifetime and refuses to
+start (exit 75, naming every competitor) when another live holder already
+writes into an overlapping path. A non-recursive scope covers PATH and its
+direct entries, a recursive one the whole subtree; read scopes never
+conflict. With --delegate-from (default $WITHLOCK_SCOPE_NAME, set for every
+scoped child) the scopes are taken out of a parent's, which must hold them.
+The child gets WITHLOCK_SCOPE_NAME and WITHLOCK_SCOPE_FILE. Exit 64 for a
+malformed scope, an unknown parent or a duplicate name; 73 when the registry
+is unusable (corrupt: see "withlock scope reset").
+
+Examples:
+   withlock scope --allow /project/src:write:recursive -- make
+   withlock scope --allow /project/src/core:write:recursive -- tool   (inside the first: delegated)
+   withlock scope status`,
+		Flags:       flags,
+		Action:      scopeAction,
+		Subcommands: []*cli.Command{scopeStatusCommand(), scopeResetCommand()},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError("scope: %v", err)
+		},
+	}
+}
+
+func scopeAction(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	// Subscribe first: a signal during registration or spawn is queued.
+	sigs := supervisor.Notify()
+	defer sigs.Stop()
+
+	argv := c.Args().Slice()
+	if len(argv) == 0 {
+		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
+	}
+	opts, err := parseSuperviseOptions(c)
+	if err != nil {
+		return err
+	}
+	req, err := scopeRequest(c)
+	if err != nil {
+		return err
+	}
+	path, err := filepath.Abs(locks.ScopeFilePath(c.String("scope-file"), os.Getenv))
+	if err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	be := scopeBackend{file: &locks.ScopeFile{Path: path, Log: log}, req: req}
+	return superviseUnderScope(c, log, sigs, opts, be, argv)
+}
+
+// scopeRequest reads --name, --allow, --delegate-from and --socket; the
+// scopes are normalised (cleaned, symlinks of the existing part resolved).
+func scopeRequest(c *cli.Context) (locks.ScopeRequest, error) {
+	texts := c.StringSlice("allow")
+	if len(texts) == 0 {
+		return locks.ScopeRequest{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
+	}
+	scopes, err := locks.ParseScopes(texts)
+	if err != nil {
+		return locks.ScopeRequest{}, usageError("scope: %v", err)
+	}
+	for i := range scopes {
+		scopes[i] = locks.ResolveScope(scopes[i])
+	}
+	return locks.ScopeRequest{
+		Name:         c.String("name"),
+		Allow:        scopes,
+		DelegateFrom: c.String("delegate-from"),
+		Socket:       c.String("socket"),
+	}, nil
+}
+
+// superviseUnderScope is `withlock scope` once flags are parsed: register
+// (a signal aborts the wait), run the child, release, pass the status on.
+func superviseUnderScope(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
+	opts superviseOptions, be scopeBackend, argv []string) error {
+	if opts.dieWithParent {
+		if err := supervisor.DieWithParent(); err != nil {
+			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
+		}
+	}
+	hold, err := acquireInterruptible(sigs, be, "", opts.wait)
+	if err != nil {
+		return scopeFailure(c, log, opts, err)
+	}
+	_, stop := hold.Heartbeat()
+	defer releaseBounded(log, hold.(*scopeHold).alloc.Name, hold, stop)
+
+	res, err := supervisor.Run(context.Background(), supervisor.Config{
+		Argv:        argv,
+		Env:         append(os.Environ(), hold.Env()...),
+		Grace:       opts.grace,
+		Timeout:     opts.timeout,
+		Signals:     sigs,
+		KeepOrphans: opts.keepOrphans,
+		Log:         log,
+	})
+	if err != nil {
+		log.Error().Str("event", "spawn_failed").Msg(err.Error())
+	}
+	return silentExit(res.Status)
+}
+
+// scopeFailure maps a refused or failed registration to its exit status.
+func scopeFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, err error) error {
+	var sig signalled
+	switch {
+	case errors.As(err, &sig):
+		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+	case errors.Is(err, locks.ErrScopeConflict):
+		if !c.Bool("quiet") {
+			log.Error().Str("event", "conflict").Msg(err.Error())
+		}
+		return silentExit(opts.conflictExitCode)
+	case errors.Is(err, locks.ErrScopeUsage):
+		return usageError("scope: %v", err)
+	}
+	return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
+}
+
+// scopeBackend registers in the scope registry through the run lock's
+// backend seam, so the wait is the same signal-abortable one.
+type scopeBackend struct {
+	file *locks.ScopeFile
+	req  locks.ScopeRequest
+}
+
+// Acquire registers; a conflict or a busy registry is retried until wait
+// runs out (wait < 0: forever), sleeping between tries.
+func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration) (heldLock, error) {
+	deadline := time.Now().Add(wait)
+	pause := 50 * time.Millisecond
+	for {
+		alloc, err := b.file.Register(ctx, b.req)
+		if err == nil {
+			return &scopeHold{file: b.file, alloc: alloc}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		retryable := errors.Is(err, locks.ErrScopeConflict) || errors.Is(err, locks.ErrRegistryBusy)
+		left := time.Until(deadline)
+		if !retryable || (wait >= 0 && left <= 0) {
+			return nil, err
+		}
+		sleep := pause/2 + rand.N(pause/2+1)
+		if wait >= 0 {
+			sleep = min(sleep, left)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(sleep):
+		}
+		pause = min(pause*2, time.Second)
+	}
+}
+
+// scopeHold is a registered allocation. It cannot be lost the way a run
+// lock can (nothing expires), so its heartbeat never reports.
+type scopeHold struct {
+	file  *locks.ScopeFile
+	alloc locks.ScopeAllocation
+}
+
+func (h *scopeHold) Env() []string {
+	return []string{"WITHLOCK_SCOPE_NAME=" + h.alloc.Name, "WITHLOCK_SCOPE_FILE=" + h.file.Path}
+}
+
+func (h *scopeHold) Heartbeat() (<-chan error, func()) { return nil, func() {} }
+
+func (h *scopeHold) Release() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	return h.file.Release(ctx, h.alloc.Name, h.alloc.PID)
+}
+
+func scopeStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "print the scope registry as a delegation tree",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document: {file, allocations: [{name, pid, alive, allow, deny, effective, children}]}"},
+			scopeFileFlag(),
+		},
+		Action: scopeStatusAction,
+	}
+}
+
+func scopeStatusAction(c *cli.Context) error {
+	if err := notScopeRun(c); err != nil {
+		return err
+	}
+	st := &statusReport{Errors: []string{}}
+	ss := gatherScopes(locks.ScopeFilePath(c.String("scope-file"), os.Getenv), st)
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(ss); err != nil {
+			return exitWith(exitCantCreate, err)
+		}
+	} else if len(ss.Allocations) == 0 {
+		fmt.Fprintf(os.Stdout, "no scope allocations in %s\n", ss.File)
+	} else {
+		fmt.Fprintf(os.Stdout, "scopes (%s):\n", ss.File)
+		t := newTable("NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
+		for _, n := range ss.Allocations {
+			scopeRows(t, n, "")
+		}
+		t.write(os.Stdout)
+	}
+	if len(st.Errors) > 0 {
+		return exitWith(exitCantCreate, fmt.Errorf("scope status: %s", st.Errors[0]))
+	}
+	return nil
+}
+
+func scopeResetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reset",
+		Usage: "move a corrupt scope registry aside (scope.lock.corrupt.<ts>)",
+		Description: `A registry that does not parse, with no backup that does, stops every
+scoped start (exit 73). This moves it (and the bad backup) aside, never over
+an earlier one, under the registry's flock. A registry that loads is left
+alone. Holders recorded in the moved file are forgotten: check them first.`,
+		Flags:  []cli.Flag{scopeFileFlag()},
+		Action: scopeResetAction,
+	}
+}
+
+func scopeResetAction(c *cli.Context) error {
+	if err := notScopeRun(c); err != nil {
+		return err
+	}
+	path := locks.ScopeFilePath(c.String("scope-file"), os.Getenv)
+	moved, err := (&locks.ScopeFile{Path: path}).Reset(context.Background())
+	for _, to := range moved {
+		fmt.Fprintf(os.Stdout, "moved aside to %s\n", to)
+	}
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("scope reset: %w", err))
+	}
+	if len(moved) == 0 {
+		fmt.Fprintf(os.Stdout, "%s loads; nothing to reset\n", path)
+	}
+	return nil
+}
+
+// notScopeRun refuses `withlock scope --allow X -- status`: the flag
+// parser drops "--", so a COMMAND named like a subcommand lands here.
+func notScopeRun(c *cli.Context) error {
+	lineage := c.Lineage()
+	if len(lineage) < 2 {
+		return nil
+	}
+	for _, f := range []string{"allow", "name", "socket"} {
+		if lineage[1].IsSet(f) {
+			return usageError("scope: %q is a scope subcommand; to run a COMMAND of that name give its path (./%s)", c.Command.Name, c.Command.Name)
+		}
+	}
+	return nil
+}
