@@ -177,7 +177,7 @@ func runExclusionLoad(t *testing.T, load exclusionLoad) exclusionResult {
 				var killedAt time.Time
 				if victim {
 					ready := filepath.Join(work, fmt.Sprintf("ready-%d-%d", w, i))
-					token, killedAt, err = runVictim(bin, append(env, "VICTIM="+ready), ready, args)
+					token, killedAt, err = runVictim(bin, append(slices.Clip(env), "VICTIM="+ready), ready, args)
 				} else {
 					var o outcome
 					o, err = execWithlock(bin, env, 90*time.Second, args...)
