@@ -15,11 +15,10 @@ import (
 )
 
 // TestMain lets the test binary double as the withlock command inside the
-// scripts of testdata/script: testscript runs it under that name.
+// scripts of testdata/script: testscript runs it under that name, and it
+// runs main itself, so the scripts see exactly what the binary does.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"withlock": func() { os.Exit(Main(os.Args)) },
-	})
+	testscript.Main(m, map[string]func(){"withlock": main})
 }
 
 // TestScripts runs the CLI behaviour scripts: each command's output, JSON
