@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want summary
+	}{
+		{nil, summary{}},
+		{[]float64{3}, summary{1, 3, 3, 3}},
+		{[]float64{5, 1, 3}, summary{3, 3, 1, 5}},
+		{[]float64{4, 1, 3, 2}, summary{4, 2.5, 1, 4}},
+	}
+	for _, tt := range tests {
+		if got := summarize(tt.in); got != tt.want {
+			t.Errorf("summarize(%v) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestInterleaveRotatesAndStopsAtFirstError: every round runs each tool once,
+// a different tool goes first each round, a missing tool is never run and a
+// failing tool is not run again.
+func TestInterleaveRotatesAndStopsAtFirstError(t *testing.T) {
+	var order []string
+	recorder := func(name string, failAt int) *tool {
+		return &tool{name: name, measure: func(i int) (float64, error) {
+			order = append(order, name)
+			if i == failAt {
+				return 0, errors.New("boom")
+			}
+			return float64(i), nil
+		}}
+	}
+	a, b := recorder("a", -2), recorder("b", 1)
+	missing := &tool{name: "m", missing: "n/a (not installed)", measure: func(int) (float64, error) {
+		t.Error("missing tool was measured")
+		return 0, nil
+	}}
+	interleave(3, []*tool{a, b, missing}, true)
+	want := []string{"a", "b", "a", "b", "b", "a", "a"} // warm-ups, round 0, round 1 (b fails), round 2
+	if !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	if !slices.Equal(a.samples, []float64{0, 1, 2}) || !slices.Equal(b.samples, []float64{0}) || b.err == nil {
+		t.Errorf("a %v, b %v (err %v)", a.samples, b.samples, b.err)
+	}
+}
+
+func TestTableShowsRatiosAndMissingPeers(t *testing.T) {
+	s := section{name: "x", title: "demo", unit: "ms", note: "a note"}
+	tools := []*tool{
+		{name: "withlock", command: "withlock run", samples: []float64{2, 4, 3}},
+		{name: "flock", command: "flock F true", samples: []float64{1, 1.5, 2}},
+		{name: "tini", command: "tini true", missing: "n/a (not installed)"},
+		{name: "broken", command: "broken", err: errors.New("exited 3")},
+	}
+	r := benchReport{Sections: []sectionResult{result(s, tools)}}
+	if ratio := r.Sections[0].Tools[1].Ratio; ratio == nil || *ratio != 2 {
+		t.Errorf("ratio withlock/flock = %v, want 2", ratio)
+	}
+	var out bytes.Buffer
+	writeTable(&out, r)
+	for _, want := range []string{"demo [ms]", "3.00", "2.00×", "n/a (not installed)", "error: exited 3", "(a note)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !r.failed() {
+		t.Error("a tool error does not mark the report failed")
+	}
+}
+
+func TestSelectSections(t *testing.T) {
+	got, err := selectSections("memory,overhead")
+	if err != nil || len(got) != 2 || got[0].name != "overhead" || got[1].name != "memory" {
+		t.Errorf("selectSections = %v, %v; want overhead then memory", got, err)
+	}
+	if _, err := selectSections("nope"); err == nil {
+		t.Error("unknown section accepted")
+	}
+}
+
+// TestPeakRSSReadsTheProcessItself: a process that touches 64 MiB shows at
+// least that much, and true shows far less (no carry-over from this process).
+func TestPeakRSSReadsTheProcessItself(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	b := &bench{tmp: t.TempDir(), env: os.Environ()}
+	big, err := b.peakRSS(python, "-c", "import time; b = bytearray(64 << 20); time.sleep(0.3)")(0)
+	if err != nil || big < 64 {
+		t.Errorf("peak RSS of a 64 MiB python = %.1f MiB, %v", big, err)
+	}
+	sleep, _ := exec.LookPath("sleep")
+	small, err := b.peakRSS(sleep, "0.2")(0)
+	if err != nil || small <= 0 || small > 16 {
+		t.Errorf("peak RSS of sleep = %.1f MiB, %v", small, err)
+	}
+}

@@ -1,0 +1,207 @@
+// Command bench compares withlock with the tools people use today (flock,
+// tini, timeout): start-up overhead, lock hand-off latency, throughput under
+// contention, supervision cost, CPU while waiting and memory. Tools are
+// measured interleaved, run by run, so machine noise hits all of them alike;
+// it prints medians and ranges in one table at the end.
+//
+//	go run ./integration/bench [-n 200] [-only overhead,handoff] [-json reports/bench.json]
+//
+// A peer that is not installed shows "n/a (not installed)". Sections live in
+// one file each and register themselves (see section.go).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+type options struct {
+	bin, jsonPath, only string
+}
+
+func parseFlags(b *bench) options {
+	var o options
+	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision")
+	flag.IntVar(&b.handoffRuns, "handoff-runs", 50, "hand-offs per tool")
+	flag.IntVar(&b.throughputRounds, "throughput-rounds", 5, "contention rounds per tool")
+	flag.IntVar(&b.workers, "workers", 8, "concurrent workers in the contention section")
+	flag.IntVar(&b.perWorker, "per-worker", 25, "critical sections per worker")
+	flag.IntVar(&b.waitRuns, "wait-runs", 3, "5-second waits per tool")
+	flag.IntVar(&b.memRuns, "mem-runs", 3, "memory runs per tool")
+	flag.DurationVar(&b.settle, "settle", 50*time.Millisecond, "hand-off: time given the waiter to start waiting")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (default all): "+strings.Join(sectionNames(), ","))
+	flag.StringVar(&o.bin, "bin", "", "withlock binary to measure (default: build ./cmd/withlock)")
+	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
+	flag.Parse()
+	return o
+}
+
+func run() int {
+	b := &bench{}
+	opts := parseFlags(b)
+	selected, err := selectSections(opts.only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "withlock-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	b.tmp = tmp
+	b.env = benchEnv()
+	b.withlock, b.withlockMissing = prepareWithlock(opts.bin, tmp)
+
+	report := benchReport{Started: time.Now(), Machine: machine(b.withlock)}
+	for _, s := range selected {
+		report.Sections = append(report.Sections, runSection(b, s))
+	}
+	writeTable(os.Stdout, report)
+	if opts.jsonPath != "" {
+		if err := writeJSON(opts.jsonPath, report); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Printf("\nresults: %s\n", opts.jsonPath)
+	}
+	if b.withlockMissing != "" || report.failed() {
+		return 1
+	}
+	return 0
+}
+
+func runSection(b *bench, s section) sectionResult {
+	rounds := s.runs(b)
+	fmt.Fprintf(os.Stderr, "bench: %s (%d rounds)…", s.name, rounds)
+	start := time.Now()
+	tools, cleanup, err := s.prepare(b)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, " error: %v\n", err)
+		return sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Error: err.Error()}
+	}
+	interleave(rounds, tools, s.warmup)
+	fmt.Fprintf(os.Stderr, " %.1fs\n", time.Since(start).Seconds())
+	return result(s, tools)
+}
+
+func sectionNames() []string {
+	sortSections()
+	var names []string
+	for _, s := range sections {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func sortSections() {
+	sort.SliceStable(sections, func(i, j int) bool { return sections[i].order < sections[j].order })
+}
+
+// selectSections returns the sections named in only (all when empty), in order.
+func selectSections(only string) ([]section, error) {
+	sortSections()
+	if only == "" {
+		return sections, nil
+	}
+	want := strings.Split(only, ",")
+	var out []section
+	for _, s := range sections {
+		if slices.Contains(want, s.name) {
+			out = append(out, s)
+		}
+	}
+	for _, name := range want {
+		if !slices.Contains(sectionNames(), name) {
+			return nil, fmt.Errorf("unknown section %q (have %s)", name, strings.Join(sectionNames(), ", "))
+		}
+	}
+	return out, nil
+}
+
+// prepareWithlock returns the binary to measure, or why there is none.
+func prepareWithlock(bin, tmp string) (path, missing string) {
+	if bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -bin:", err)
+			return "", "n/a (binary not found)"
+		}
+		return abs, ""
+	}
+	path = filepath.Join(tmp, "withlock")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/withlock/withlock/cmd/withlock").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: go build ./cmd/withlock: %v\n%s", err, out)
+		return "", "n/a (build failed)"
+	}
+	return path, ""
+}
+
+// benchEnv is this process's environment without withlock's own variables,
+// so every run uses the --dir it is given and the defaults otherwise.
+func benchEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WITHLOCK_") && !strings.HasPrefix(kv, "NEXUSCORE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func machine(withlock string) machineInfo {
+	m := machineInfo{Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown CPU", Withlock: "n/a"}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if withlock != "" {
+		if out, err := exec.Command(withlock, "--version").Output(); err == nil {
+			m.Withlock = strings.TrimSpace(string(out))
+		}
+	}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		m.Withlock += " (" + strings.TrimSpace(string(out)) + ")"
+	}
+	return m
+}
+
+func writeJSON(path string, r benchReport) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

@@ -1,0 +1,29 @@
+package main
+
+import "path/filepath"
+
+// overhead: what taking and releasing a lock costs around the smallest command.
+func init() {
+	register(section{
+		order:  10,
+		name:   "overhead",
+		title:  "lock, run `true`, release (wall per run)",
+		unit:   "ms",
+		note:   "fork+exec+wait of the whole command; `true` alone is the floor",
+		runs:   func(b *bench) int { return b.n },
+		warmup: true,
+		prepare: func(b *bench) ([]*tool, func(), error) {
+			dir := b.dir("overhead")
+			lockFile := filepath.Join(dir, "flock.lock")
+			return []*tool{
+				b.withlockTool("withlock run --dir D ov -- true", b.wallOf(0, b.withlock, "run", "--dir", dir, "ov", "--", "/bin/true")),
+				peer("flock", "flock F true", func(path string) func(int) (float64, error) {
+					return b.wallOf(0, path, lockFile, "/bin/true")
+				}),
+				peer("true", "true", func(path string) func(int) (float64, error) {
+					return b.wallOf(0, path)
+				}),
+			}, func() {}, nil
+		},
+	})
+}

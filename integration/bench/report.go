@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// benchReport is what -json writes.
+type benchReport struct {
+	Started  time.Time       `json:"started"`
+	Machine  machineInfo     `json:"machine"`
+	Sections []sectionResult `json:"sections"`
+}
+
+type machineInfo struct {
+	Cores    int    `json:"cores"`
+	CPU      string `json:"cpu"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Withlock string `json:"withlock"`
+}
+
+type sectionResult struct {
+	Name  string       `json:"name"`
+	Title string       `json:"title"`
+	Unit  string       `json:"unit"`
+	Note  string       `json:"note,omitempty"`
+	Error string       `json:"error,omitempty"` // the section could not be prepared
+	Tools []toolResult `json:"tools"`
+}
+
+type toolResult struct {
+	Tool    string    `json:"tool"`
+	Command string    `json:"command"`
+	Missing string    `json:"missing,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Runs    int       `json:"runs"`
+	Median  float64   `json:"median"`
+	Min     float64   `json:"min"`
+	Max     float64   `json:"max"`
+	Ratio   *float64  `json:"withlock_ratio,omitempty"` // withlock's median ÷ this tool's
+	Samples []float64 `json:"samples"`
+}
+
+// result summarises a measured section; the first tool is the subject.
+func result(s section, tools []*tool) sectionResult {
+	r := sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Note: s.note}
+	var subject summary
+	for i, t := range tools {
+		sum := summarize(t.samples)
+		if i == 0 {
+			subject = sum
+		}
+		tr := toolResult{Tool: t.name, Command: t.command, Missing: t.missing, Runs: sum.n,
+			Median: sum.median, Min: sum.min, Max: sum.max, Samples: t.samples}
+		if t.err != nil {
+			tr.Error = t.err.Error()
+		}
+		if i > 0 && subject.n > 0 && sum.n > 0 && sum.median > 0 {
+			ratio := subject.median / sum.median
+			tr.Ratio = &ratio
+		}
+		r.Tools = append(r.Tools, tr)
+	}
+	return r
+}
+
+// failed reports whether any measurement failed (a missing peer is not a failure).
+func (r benchReport) failed() bool {
+	for _, s := range r.Sections {
+		if s.Error != "" {
+			return true
+		}
+		for _, t := range s.Tools {
+			if t.Error != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeTable prints the report as one table, a block per section.
+func writeTable(w io.Writer, r benchReport) {
+	m := r.Machine
+	fmt.Fprintf(w, "\nwithlock bench: %d cores, %s, Linux %s, %s, %s\n", m.Cores, m.CPU, m.Kernel, m.Go, m.Withlock)
+	fmt.Fprintf(w, "median and min–max of runs interleaved tool by tool; ratio = withlock's median ÷ the tool's\n")
+	// Title and note lines have no tab, so they take no part in column widths.
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range r.Sections {
+		fmt.Fprintf(tw, "\n%s [%s]\n", s.Title, s.Unit)
+		if s.Error != "" {
+			fmt.Fprintf(tw, "  error: %s\n", oneLine(s.Error))
+			continue
+		}
+		fmt.Fprintf(tw, "  tool\tcommand\truns\tmedian\tmin–max\tratio\n")
+		for _, t := range s.Tools {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Tool, t.Command, cells(t))
+		}
+		if s.Note != "" {
+			fmt.Fprintf(tw, "  (%s)\n", s.Note)
+		}
+	}
+	tw.Flush()
+}
+
+// cells is the runs, median, range and ratio columns of one tool.
+func cells(t toolResult) string {
+	switch {
+	case t.Missing != "":
+		return "\t" + t.Missing + "\t\t"
+	case t.Error != "" && t.Runs == 0:
+		return "\terror: " + oneLine(t.Error) + "\t\t"
+	}
+	ratio := ""
+	if t.Ratio != nil {
+		ratio = num(*t.Ratio) + "×"
+	}
+	line := fmt.Sprintf("%d\t%s\t%s–%s\t%s", t.Runs, num(t.Median), num(t.Min), num(t.Max), ratio)
+	if t.Error != "" {
+		line += "  (then error: " + oneLine(t.Error) + ")"
+	}
+	return line
+}
+
+// num prints a value with two decimals below 10, one below 100, none above.
+func num(v float64) string {
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
