@@ -20,7 +20,7 @@ BENCH_INSTALL ?= 1
 
 tags := $(if $(strip $(TEST_TAGS)),-tags '$(strip $(TEST_TAGS))')
 
-.PHONY: build test vet fmt-check bench stress clean
+.PHONY: build test vet fmt-check bench stress clean print-test-tags
 
 build:
 	$(GO) build -o bin/withlock ./cmd/withlock
@@ -34,10 +34,10 @@ test:
 	@start=$$(date +%s.%N); fmt_status=0; vet_status=0; \
 	echo "== gofmt -l"; \
 	$(MAKE) --no-print-directory -s fmt-check || fmt_status=$$?; \
-	echo "== go vet ./... $(tags)"; \
+	echo "== go vet ./...$(if $(tags), $(tags))"; \
 	$(GO) vet $(tags) ./... || vet_status=$$?; \
 	$(GO) build -o bin/testreport ./internal/testreport || exit 1; \
-	echo "== go test -race ./... $(tags) (raw stream: reports/test.json)"; \
+	echo "== go test -race ./...$(if $(tags), $(tags)) (raw stream: reports/test.json)"; \
 	{ $(GO) test -race -json -timeout $(TEST_TIMEOUT) $(tags) $(TEST_FLAGS) ./...; echo $$? > reports/go-test.status; } \
 		| tee reports/test.json \
 		| bin/testreport -out reports -start "$$start" \
@@ -70,3 +70,7 @@ stress:
 
 clean:
 	rm -rf bin reports
+
+# for .ci/run, which checks go.sum with the same tags
+print-test-tags:
+	@echo '$(strip $(TEST_TAGS))'

@@ -20,6 +20,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 const withlockPackage = "github.com/withlock/withlock/cmd/withlock"
@@ -36,13 +38,27 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		buildErr = fmt.Errorf("create build dir: %w", err)
 	} else {
-		defer os.RemoveAll(dir)
 		withlockBin, buildErr = prepareBinary(dir)
 	}
 	if buildErr != nil {
 		fmt.Fprintln(os.Stderr, "integration: withlock binary unavailable:", buildErr)
 	}
-	m.Run() // its status becomes the exit status when TestMain returns
+	// goleak exits with the tests' status, or 1 when they passed but left goroutines behind.
+	goleak.VerifyTestMain(runThenRemove{m: m, dir: dir})
+}
+
+// runThenRemove runs the tests, then removes the build directory (goleak
+// exits the process after Run, so a deferred removal in TestMain would not run).
+type runThenRemove struct {
+	m   *testing.M
+	dir string
+}
+
+func (r runThenRemove) Run() int {
+	if r.dir != "" {
+		defer os.RemoveAll(r.dir)
+	}
+	return r.m.Run()
 }
 
 // prepareBinary returns $WITHLOCK_TEST_BIN or builds cmd/withlock into dir.
