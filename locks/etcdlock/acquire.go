@@ -1,0 +1,307 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// errOwnerLeft: TryLock saw an owner that was gone when we looked it up;
+// the attempt is repeated at once.
+var errOwnerLeft = errors.New("lock holder let go during the attempt")
+
+// Acquire takes the run lock of runID, waiting up to wait for it (wait < 0:
+// forever; 0: TryLock, one attempt). Its errors match locks.ErrHeld (a
+// *locks.HeldError or *OtherClientError) when the wait ran out, and
+// locks.ErrUnavailable when the cluster could not be used: unreachable
+// attempts are retried within the wait (at least DialTimeout), refused
+// credentials are not. ctx ending aborts with context.Cause(ctx).
+func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	if len(l.Endpoints) == 0 {
+		return nil, fmt.Errorf("%w: no etcd endpoints", locks.ErrUnavailable)
+	}
+	start := time.Now()
+	var giveUp time.Time // zero: never
+	if wait >= 0 {
+		giveUp = start.Add(max(wait, l.dialTimeout()))
+	}
+	pause := 100 * time.Millisecond
+	for {
+		lock, err := l.attempt(ctx, runID, start, wait)
+		switch {
+		case err == nil:
+			return lock, nil
+		case ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		case errors.Is(err, locks.ErrHeld):
+			return nil, err
+		case errors.Is(err, errOwnerLeft):
+			continue
+		case permanent(err):
+			return nil, l.unavailable(err)
+		}
+		left := time.Until(giveUp)
+		if !giveUp.IsZero() && left <= 0 {
+			return nil, l.unavailable(err)
+		}
+		l.Log.Warn().Err(l.describe(err)).Str("run_id", runID).Msg("etcd attempt failed; retrying")
+		if !sleep(ctx, pause, left) {
+			return nil, context.Cause(ctx)
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// sleep waits for d (at most left when left > 0); false when ctx ended.
+func sleep(ctx context.Context, d, left time.Duration) bool {
+	if left > 0 {
+		d = min(d, left)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// attempt is one try with a fresh client: lease, enqueue, lock. Whatever
+// it set up is torn down when it fails.
+func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wait time.Duration) (lock *Lock, err error) {
+	cl, err := l.newClient()
+	if err != nil {
+		return nil, err
+	}
+	s, ttl, granted, err := l.session(ctx, cl)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	lw, err := watchLease(cl, s, ttl, granted)
+	if err != nil {
+		s.Orphan()
+		revokeBounded(cl, s.Lease())
+		cl.Close()
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lw.stop()
+			s.Orphan()
+			revokeBounded(cl, s.Lease())
+			cl.Close()
+		}
+	}()
+	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, m: concurrency.NewMutex(s, l.MutexName(runID))}
+	if err := c.enqueue(ctx); err != nil {
+		return nil, err
+	}
+	if wait == 0 {
+		err = c.tryLock(ctx)
+	} else {
+		err = c.lock(ctx, start, wait)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.held(ttl)
+}
+
+// contender is one session's place in a run id's queue.
+type contender struct {
+	l     *Locker
+	cl    *clientv3.Client
+	s     *concurrency.Session
+	lease *leaseWatch
+	runID string
+	m     *concurrency.Mutex
+
+	key      string // <mutex name>/<lease in hex>, as concurrency.Mutex names it
+	token    int64  // the key's create revision
+	queuedAt time.Time
+}
+
+// rpc bounds one request.
+func (c *contender) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.l.dialTimeout())
+}
+
+// enqueue creates the session's key with the holder information as its
+// value, before the Mutex looks at it: the Mutex finds the key there and
+// uses it, so the owner key is never seen without its value.
+func (c *contender) enqueue(ctx context.Context) error {
+	c.key = fmt.Sprintf("%s/%x", c.l.MutexName(c.runID), c.s.Lease())
+	rctx, cancel := c.rpc(ctx)
+	defer cancel()
+	resp, err := c.cl.Txn(rctx).
+		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease()))).
+		Else(clientv3.OpGet(c.key)).
+		Commit()
+	if err != nil {
+		return err
+	}
+	c.token = resp.Header.Revision
+	if !resp.Succeeded {
+		c.token = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	c.queuedAt = time.Now()
+	return nil
+}
+
+// tryLock takes the lock if nobody holds it; otherwise it leaves the queue
+// and names the holder.
+func (c *contender) tryLock(ctx context.Context) error {
+	rctx, cancel := c.rpc(ctx)
+	defer cancel()
+	err := c.m.TryLock(rctx)
+	if !errors.Is(err, concurrency.ErrLocked) {
+		return err
+	}
+	o, err := c.l.owner(rctx, c.cl, c.runID)
+	if err != nil {
+		return err
+	}
+	if o == nil {
+		return errOwnerLeft
+	}
+	return heldError(c.runID, o, time.Now())
+}
+
+// lock waits in the queue until the lock is ours, the wait runs out (the
+// holder is named), ctx ends, or the lease is lost.
+func (c *contender) lock(ctx context.Context, start time.Time, wait time.Duration) error {
+	wctx, cancel := context.WithCancel(ctx)
+	if wait > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
+	}
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- c.m.Lock(wctx) }()
+	stopReports := c.reportWaiting(wctx, start)
+	defer stopReports()
+	var err error
+	select {
+	case err = <-result:
+	case <-wctx.Done():
+		err = c.awaitLock(result)
+	case <-c.lease.lost:
+		cancel()
+		c.awaitLock(result)
+		return fmt.Errorf("while waiting: %w", c.lease.err)
+	}
+	if err == nil {
+		c.restamp(ctx)
+		return nil
+	}
+	if ctx.Err() != nil || wctx.Err() == nil {
+		return err
+	}
+	// The wait ran out: name the holder.
+	rctx, rcancel := c.rpc(ctx)
+	defer rcancel()
+	o, oerr := c.l.owner(rctx, c.cl, c.runID)
+	if oerr != nil {
+		return oerr
+	}
+	return heldError(c.runID, o, time.Now())
+}
+
+// awaitLock waits for an abandoned Mutex.Lock to return. Its cleanup
+// deletes our key with the client's own context, which blocks while the
+// cluster is unreachable: past releaseBound the client is closed under it
+// (the lease's TTL removes the key anyway).
+func (c *contender) awaitLock(result <-chan error) error {
+	t := time.NewTimer(releaseBound)
+	defer t.Stop()
+	select {
+	case err := <-result:
+		return err
+	case <-t.C:
+		c.cl.Close()
+		return <-result
+	}
+}
+
+// restamp rewrites the holder information after a wait, so created_at says
+// when the lock was taken rather than when we queued. A failure only makes
+// status show the queueing time.
+func (c *contender) restamp(ctx context.Context) {
+	if time.Since(c.queuedAt) < 100*time.Millisecond {
+		return
+	}
+	rctx, cancel := c.rpc(ctx)
+	defer cancel()
+	_, err := c.cl.Txn(rctx).If(c.m.IsOwner()).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease()))).
+		Commit()
+	if err != nil {
+		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")
+	}
+}
+
+// reportWaiting calls OnWait about once a second with the current owner
+// until the returned stop is called.
+func (c *contender) reportWaiting(ctx context.Context, start time.Time) (stop func()) {
+	if c.l.OnWait == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rctx, rcancel := c.rpc(ctx)
+			o, err := c.l.owner(rctx, c.cl, c.runID)
+			rcancel()
+			if err != nil || o == nil || o.Key == c.key {
+				continue
+			}
+			h := o.Holder
+			if h == nil {
+				h = &locks.Holder{Path: o.Key}
+			}
+			c.l.OnWait(h, time.Since(start))
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// held turns the won contender into a Lock.
+func (c *contender) held(ttl time.Duration) (*Lock, error) {
+	if c.m.Key() != c.key {
+		// concurrency.Mutex names its key differently from enqueue: the
+		// holder information and the fencing token would be wrong.
+		return nil, fmt.Errorf("mutex key %q is not the enqueued key %q", c.m.Key(), c.key)
+	}
+	return &Lock{
+		RunID:       c.runID,
+		Key:         c.key,
+		Lease:       c.s.Lease(),
+		TTL:         ttl,
+		token:       c.token,
+		acquiredRev: c.m.Header().Revision,
+		cl:          c.cl,
+		s:           c.s,
+		m:           c.m,
+		lease:       c.lease,
+		log:         c.l.Log,
+	}, nil
+}

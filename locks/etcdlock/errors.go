@@ -1,0 +1,41 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// ErrNotHeld: Break found nobody holding the run id.
+var ErrNotHeld = errors.New("run lock not held")
+
+// permanent reports whether err will not go away by retrying: refused
+// credentials or permissions, a malformed request. Everything else (no
+// connection, no leader, a lease that expired while we waited) is retried
+// within the wait.
+func permanent(err error) bool {
+	var ee rpctypes.EtcdError
+	code := status.Code(err)
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
+		return true
+	}
+	return false
+}
+
+// unavailable is the error of a lock that could not be taken because of
+// err: it matches locks.ErrUnavailable, names the endpoints and, when a
+// request timed out, what is wrong with each.
+func (l *Locker) unavailable(err error) error {
+	return fmt.Errorf("%w: %w", locks.ErrUnavailable, l.describe(l.explain(err)))
+}

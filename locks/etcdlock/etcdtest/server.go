@@ -1,0 +1,193 @@
+//go:build etcd
+
+// Package etcdtest runs a single-member etcd server on 127.0.0.1 for tests:
+// go.etcd.io/etcd/server/v3/embed, data and logs in a temp dir, free ports,
+// fast elections so that leases as short as 1 s are granted.
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// startTimeout bounds a server start (election included).
+const startTimeout = 30 * time.Second
+
+// Server is one embedded etcd member.
+type Server struct {
+	Endpoint string // http://127.0.0.1:PORT, or https:// with TLS
+	Dir      string // data dir and etcd.log
+	Certs    *Certs // nil without TLS
+
+	cfg   *embed.Config
+	e     *embed.Etcd
+	proxy *proxy
+	addr  string // where the proxy listens: the Endpoint's host:port
+}
+
+// Options configure New.
+type Options struct {
+	// TLS: serve clients over TLS with these certificates and require a
+	// client certificate signed by their CA.
+	TLS *Certs
+}
+
+// Start configures a server and starts it; it stops at the end of the test.
+func Start(t testing.TB, o Options) *Server {
+	s := New(t, o)
+	s.Start(t)
+	return s
+}
+
+// New picks free ports and a data dir but does not start the server, so a
+// test can point a client at it first.
+func New(t testing.TB, o Options) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	scheme := "http"
+	if o.TLS != nil {
+		scheme = "https"
+	}
+	// Clients reach the server through a proxy on Endpoint, so Stop can
+	// make it vanish at once (a graceful embed.Close drains open streams
+	// for seconds, answering keepalives meanwhile).
+	addr := freeAddr(t)
+	clientURL := url.URL{Scheme: scheme, Host: freeAddr(t)}
+	peerURL := url.URL{Scheme: "http", Host: freeAddr(t)}
+
+	cfg := embed.NewConfig()
+	cfg.Name = "withlock-test"
+	cfg.Dir = filepath.Join(dir, "data")
+	cfg.Logger = "zap"
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// Minimum lease TTL is 1.5 election timeouts: 150 ms, so 1 s leases.
+	cfg.TickMs = 10
+	cfg.ElectionMs = 100
+	// Password checks at bcrypt's minimum cost: the default takes seconds
+	// under the race detector.
+	cfg.BcryptCost = 4
+	if o.TLS != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       o.TLS.ServerCert,
+			KeyFile:        o.TLS.ServerKey,
+			TrustedCAFile:  o.TLS.CA,
+			ClientCertAuth: true,
+		}
+	}
+	s := &Server{Endpoint: scheme + "://" + addr, Dir: dir, Certs: o.TLS, cfg: cfg, addr: addr}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Start starts the server and waits until it serves.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	e, err := embed.StartEtcd(s.cfg)
+	if err != nil {
+		t.Fatalf("start embedded etcd (log: %s): %v", s.cfg.LogOutputs[0], err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		t.Fatalf("embedded etcd failed: %v", err)
+	case <-time.After(startTimeout):
+		e.Close()
+		t.Fatalf("embedded etcd not ready after %s (log: %s)", startTimeout, s.cfg.LogOutputs[0])
+	}
+	p, err := newProxy(s.addr, s.cfg.ListenClientUrls[0].Host)
+	if err != nil {
+		e.Close()
+		t.Fatalf("proxy for embedded etcd: %v", err)
+	}
+	s.e, s.proxy = e, p
+}
+
+// Stop makes the server vanish as a crashed host would: open connections
+// are reset and new ones refused at once; then the member is shut down. A
+// stopped server stays stopped.
+func (s *Server) Stop() {
+	if s.proxy != nil {
+		s.proxy.kill()
+		s.proxy = nil
+	}
+	if s.e != nil {
+		s.e.Close()
+		s.e = nil
+	}
+}
+
+// Client is a client of the server, closed at the end of the test.
+func (s *Server) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if s.Certs != nil {
+		tlsCfg, err := s.Certs.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = tlsCfg
+	}
+	cl, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatalf("etcd client for %s: %v", s.Endpoint, err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// Ctx is a context for one request of a test.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// ClosedEndpoint is an endpoint where nothing listens.
+func ClosedEndpoint(t testing.TB) string {
+	return fmt.Sprintf("http://%s", freeAddr(t))
+}
+
+// EnableAuth creates user with password and the root role and turns
+// authentication on; Client then no longer works without credentials.
+func EnableAuth(t testing.TB, s *Server, user, password string) {
+	t.Helper()
+	cl := s.Client(t)
+	ctx := Ctx(t)
+	if _, err := cl.UserAdd(ctx, user, password); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.UserGrantRole(ctx, user, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,107 @@
+//go:build etcd
+
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/etcdlock"
+	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
+)
+
+// newLocker is a Locker of the test server with a short TTL.
+func newLocker(s *etcdtest.Server) *etcdlock.Locker {
+	return &etcdlock.Locker{
+		Endpoints:   []string{s.Endpoint},
+		TTL:         5 * time.Second,
+		DialTimeout: 2 * time.Second,
+		Command:     "backup --full",
+	}
+}
+
+// mustAcquire takes the lock or fails the test; the lock is released at
+// the end of the test.
+func mustAcquire(t *testing.T, l *etcdlock.Locker, runID string, wait time.Duration) *etcdlock.Lock {
+	t.Helper()
+	lock, err := l.Acquire(context.Background(), runID, wait)
+	if err != nil {
+		t.Fatalf("acquire %q: %v", runID, err)
+	}
+	t.Cleanup(func() { lock.Release() })
+	return lock
+}
+
+// lostWithin waits for the heartbeat to report loss and says how long it took.
+func lostWithin(t *testing.T, lost <-chan error, d time.Duration) (error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, locks.ErrLost) {
+			t.Errorf("loss reported as %v; want it to match locks.ErrLost", err)
+		}
+		return err, time.Since(start)
+	case <-time.After(d):
+		t.Fatalf("no loss reported within %s", d)
+		return nil, 0
+	}
+}
+
+// contenders lists the keys queued on runID's mutex.
+func contenders(t *testing.T, s *etcdtest.Server, l *etcdlock.Locker, runID string) []string {
+	t.Helper()
+	resp, err := s.Client(t).Get(etcdtest.Ctx(t), l.MutexName(runID)+"/", clientv3WithPrefix()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkNoLockGoroutines fails when goroutines of this package or of etcd
+// clients outlive the locks (the embedded server's own are not counted).
+func checkNoLockGoroutines(t *testing.T) {
+	t.Helper()
+	var leaked string
+	ok := func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		leaked = ""
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "locks/etcdlock.") && !strings.Contains(g, "_test.") ||
+				strings.Contains(g, "client/v3.(*lessor)") || strings.Contains(g, "client/v3.(*watchGrpcStream)") {
+				leaked = g
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutine left behind:\n%s", leaked)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,157 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// maxCommand caps the command line stored in a key's value.
+const maxCommand = 1024
+
+// holderValue is the JSON value of a contender's key: the seed payload's
+// field names, so a reader of lock files reads it too.
+type holderValue struct {
+	RunID     string  `json:"run_id"`
+	LockID    string  `json:"lock_id"` // the lease id in hex, also the key's last segment
+	Pid       int     `json:"pid"`
+	Host      string  `json:"host,omitempty"`
+	Command   string  `json:"command,omitempty"`
+	CreatedAt float64 `json:"created_at"` // epoch seconds: when the lock was taken
+}
+
+func (l *Locker) holderValue(runID string, lease clientv3.LeaseID) string {
+	host, _ := os.Hostname()
+	cmd := l.Command
+	if len(cmd) > maxCommand {
+		cmd = cmd[:maxCommand]
+	}
+	v := holderValue{
+		RunID:     runID,
+		LockID:    leaseHex(lease),
+		Pid:       os.Getpid(),
+		Host:      host,
+		Command:   cmd,
+		CreatedAt: float64(time.Now().UnixNano()) / 1e9,
+	}
+	data, err := json.Marshal(v)
+	if err != nil { // plain fields: cannot fail
+		panic(err)
+	}
+	return string(data)
+}
+
+func leaseHex(id clientv3.LeaseID) string { return strconv.FormatInt(int64(id), 16) }
+
+// Owner is the key that holds a run lock, as found in the cluster.
+type Owner struct {
+	RunID        string
+	Key          string
+	Lease        clientv3.LeaseID
+	FencingToken int64 // the key's create revision
+	// Holder is what withlock wrote into the key; nil when the key has no
+	// holder information (etcdctl lock, another client of the recipe).
+	Holder *locks.Holder
+	// Waiters is how many other contenders are queued (status only).
+	Waiters int
+	// TTL is what is left of the owner's lease (status only; -1 unknown).
+	TTL time.Duration
+}
+
+// ownerFromKV reads a contender's key.
+func ownerFromKV(runID string, kv *mvccpb.KeyValue) *Owner {
+	key := string(kv.Key)
+	o := &Owner{RunID: runID, Key: key, Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
+	var v holderValue
+	if len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil && v.Pid > 0 {
+		o.Holder = &locks.Holder{
+			Path: key,
+			Payload: locks.Payload{
+				RunID:        v.RunID,
+				LockID:       v.LockID,
+				Pid:          v.Pid,
+				Host:         v.Host,
+				Command:      v.Command,
+				CreatedAt:    v.CreatedAt,
+				FencingToken: uint64(kv.CreateRevision),
+			},
+		}
+	}
+	return o
+}
+
+// Describe says, in one phrase, who holds the lock.
+func (o *Owner) Describe(now time.Time) string {
+	if o.Holder != nil {
+		return o.Holder.Describe(now)
+	}
+	return fmt.Sprintf("another etcd client (key %s, lease %s; it left no holder information — etcdctl lock?)", o.Key, leaseHex(o.Lease))
+}
+
+// owner finds the key that holds runID's mutex: the lowest create revision
+// under its prefix. It returns nil when the lock is free.
+func (l *Locker) owner(ctx context.Context, cl *clientv3.Client, runID string) (*Owner, error) {
+	resp, err := cl.Get(ctx, l.MutexName(runID)+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return ownerFromKV(runID, resp.Kvs[0]), nil
+}
+
+// heldError is the result of a wait that ran out: a *locks.HeldError when
+// the owner is a withlock, else an *OtherClientError; both match
+// locks.ErrHeld.
+func heldError(runID string, o *Owner, now time.Time) error {
+	if o != nil && o.Holder != nil {
+		return &locks.HeldError{RunID: runID, Holder: *o.Holder, At: now}
+	}
+	return &OtherClientError{RunID: runID, Owner: o}
+}
+
+// OtherClientError says the lock is held by a client that left no holder
+// information in its key, such as `etcdctl lock`. It matches locks.ErrHeld.
+type OtherClientError struct {
+	RunID string
+	Owner *Owner // nil: the owner let go while we looked
+}
+
+func (e *OtherClientError) Error() string {
+	if e.Owner == nil {
+		return fmt.Sprintf("run %q is locked (its holder let go just as the wait ended)", e.RunID)
+	}
+	return fmt.Sprintf("run %q is locked by %s", e.RunID, e.Owner.Describe(time.Now()))
+}
+
+func (e *OtherClientError) Unwrap() error { return locks.ErrHeld }
+
+// splitKey takes a contender's key apart: run id and lease. ok is false for
+// keys that are not <prefix><escaped run id>/<hex lease>.
+func splitKey(prefix, key string) (runID string, lease clientv3.LeaseID, ok bool) {
+	rest, found := strings.CutPrefix(key, prefix)
+	if !found {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		return "", 0, false
+	}
+	id, err := strconv.ParseInt(rest[i+1:], 16, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return unescapeRunID(rest[:i]), clientv3.LeaseID(id), true
+}

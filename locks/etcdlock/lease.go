@@ -1,0 +1,119 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// session grants a lease of the lock's TTL and wraps it in a concurrency
+// session that the client keeps alive. It returns the granted TTL (the
+// server may raise the one asked for) and when the grant was answered.
+func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, time.Duration, time.Time, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	defer cancel()
+	grant, err := cl.Grant(rctx, l.ttlSeconds())
+	if err != nil {
+		return nil, 0, time.Time{}, err
+	}
+	granted := time.Now()
+	ttl := time.Duration(grant.TTL) * time.Second
+	s, err := concurrency.NewSession(cl, concurrency.WithLease(grant.ID), concurrency.WithTTL(int(grant.TTL)))
+	if err != nil {
+		revokeBounded(cl, grant.ID)
+		return nil, 0, time.Time{}, err
+	}
+	return s, ttl, granted, nil
+}
+
+// revokeBounded revokes a lease, giving up after releaseBound (the lease
+// then expires by itself).
+func revokeBounded(cl *clientv3.Client, id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseBound)
+	defer cancel()
+	_, err := cl.Revoke(ctx, id)
+	return err
+}
+
+// leaseWatch follows the keepalive answers for a session's lease and
+// closes lost when the lease must be presumed gone: the session ended
+// (the server said the lease expired or was revoked, or the client gave
+// up), or no answer came for the TTL minus a safety margin. The margin
+// makes withlock give the lock up before the server can hand it on.
+type leaseWatch struct {
+	lost   chan struct{}
+	err    error // why, set before lost is closed
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// watchLease starts following the lease of s; renewed is when the server
+// last answered for it.
+func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time) (*leaseWatch, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	answers, err := cl.KeepAlive(ctx, s.Lease())
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w := &leaseWatch{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	go w.run(ctx, s.Done(), answers, ttl, renewed)
+	return w, nil
+}
+
+var errLeaseEnded = errors.New("lease ended: expired, revoked, or no keepalive answer within its TTL")
+
+func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answers <-chan *clientv3.LeaseKeepAliveResponse, ttl time.Duration, renewed time.Time) {
+	defer close(w.done)
+	timer := time.NewTimer(time.Until(renewed.Add(ttl - safetyMargin(ttl))))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sessionDone:
+			w.fail(errLeaseEnded)
+			return
+		case a, ok := <-answers:
+			if !ok {
+				w.fail(errLeaseEnded)
+				return
+			}
+			renewed, ttl = time.Now(), time.Duration(a.TTL)*time.Second
+			timer.Reset(ttl - safetyMargin(ttl))
+		case <-timer.C:
+			w.fail(fmt.Errorf("no keepalive answer from etcd since %s (lease TTL %s): presuming the lease expired",
+				renewed.Format(time.TimeOnly), ttl))
+			return
+		}
+	}
+}
+
+func (w *leaseWatch) fail(err error) {
+	w.err = err
+	close(w.lost)
+}
+
+// stop ends the watch and waits for it.
+func (w *leaseWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// safetyMargin is how long before the lease's TTL runs out, counted from
+// the last keepalive answer, withlock presumes it gone. The server renewed
+// the lease a little before we read its answer (half a round trip), so
+// waiting the full TTL could overlap with the next holder. The margin stays
+// below the gap between the client's keepalives (TTL/3, sent on a 500 ms
+// tick) so a healthy lease never trips it; for a 1 s TTL there is no room
+// and the margin is 0.
+func safetyMargin(ttl time.Duration) time.Duration {
+	m := min(ttl/6, 2*time.Second, 2*ttl/3-700*time.Millisecond)
+	return max(m, 0)
+}

@@ -1,0 +1,177 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// Lock is a held run lock: the owner key of a run id's mutex and the
+// session whose lease keeps it.
+type Lock struct {
+	RunID string
+	Key   string // <prefix><escaped run id>/<lease in hex>
+	Lease clientv3.LeaseID
+	TTL   time.Duration // granted by the server
+
+	token       int64
+	acquiredRev int64 // the cluster's revision when we got the lock
+
+	cl    *clientv3.Client
+	s     *concurrency.Session
+	m     *concurrency.Mutex
+	lease *leaseWatch
+	log   zerolog.Logger
+
+	lostMu  sync.Mutex
+	lostErr error // what Heartbeat reported, if it did
+
+	releaseOnce sync.Once
+	releaseErr  error
+}
+
+// FencingToken is the owner key's create revision: it strictly increases
+// across the holders of a run id.
+func (k *Lock) FencingToken() int64 { return k.token }
+
+// Env is what the child is told about the lock it runs under.
+func (k *Lock) Env() []string {
+	return []string{
+		"WITHLOCK_RUN_ID=" + k.RunID,
+		"WITHLOCK_LOCK_ID=" + leaseHex(k.Lease),
+		"WITHLOCK_LOCK_KEY=" + k.Key,
+		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatInt(k.token, 10),
+	}
+}
+
+// Heartbeat watches the lock until stop is called: the client keeps the
+// lease alive by itself, so this only reports loss. lost receives one error
+// (matching locks.ErrLost) when the owner key is deleted (lease revoked,
+// lock broken: seen at once through a watch) or the lease must be presumed
+// expired (see leaseWatch). stop waits for the watchers to end.
+func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
+	ch := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	keyGone := make(chan error, 1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := k.watchKey(ctx); err != nil {
+			keyGone <- err
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case err = <-keyGone:
+		case <-k.lease.lost:
+			err = k.lease.err
+		}
+		err = fmt.Errorf("%w: etcd key %s: %w", locks.ErrLost, k.Key, err)
+		k.lostMu.Lock()
+		k.lostErr = err
+		k.lostMu.Unlock()
+		ch <- err
+	}()
+	return ch, func() { cancel(); wg.Wait() }
+}
+
+// watchKey returns an error when the owner key is gone or no longer ours,
+// nil when ctx ends. A watch that the cluster cancels (compaction, no
+// leader) is replaced after a look at the key itself.
+func (k *Lock) watchKey(ctx context.Context) error {
+	rev := k.acquiredRev + 1
+	for {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for resp := range k.cl.Watch(wctx, k.Key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+			for _, ev := range resp.Events {
+				cancel()
+				return fmt.Errorf("deleted at revision %d (lease revoked or lock broken)", ev.Kv.ModRevision)
+			}
+		}
+		cancel()
+		next, err := k.checkKey(ctx)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		rev = next
+	}
+}
+
+// checkKey reads the owner key until a read succeeds: an error when it is
+// gone or belongs to someone else, else the revision to watch from. Read
+// failures are retried; the lease watch covers an unreachable cluster.
+func (k *Lock) checkKey(ctx context.Context) (int64, error) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, max(k.TTL/3, time.Second))
+		resp, err := k.cl.Get(rctx, k.Key)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return 0, nil
+		case err != nil:
+			k.log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
+			if !sleep(ctx, 500*time.Millisecond, 0) {
+				return 0, nil
+			}
+			continue
+		case len(resp.Kvs) == 0:
+			return 0, errors.New("deleted (lease revoked or lock broken)")
+		case resp.Kvs[0].CreateRevision != k.token:
+			return 0, fmt.Errorf("recreated at revision %d by someone else", resp.Kvs[0].CreateRevision)
+		}
+		return resp.Header.Revision + 1, nil
+	}
+}
+
+// Release deletes the owner key and revokes the lease, within releaseBound
+// in all: when the cluster cannot be reached the lease's TTL frees the lock.
+// It is safe to call more than once; the error says what did not happen,
+// and matches locks.ErrLost when Heartbeat had reported the lock lost.
+func (k *Lock) Release() error {
+	k.releaseOnce.Do(func() { k.releaseErr = k.release() })
+	return k.releaseErr
+}
+
+func (k *Lock) release() error {
+	k.lease.stop()
+	defer k.cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseBound)
+	defer cancel()
+	var errs []error
+	if err := k.m.Unlock(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, err))
+	}
+	k.s.Orphan()
+	if _, err := k.cl.Revoke(ctx, k.Lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		errs = append(errs, fmt.Errorf("revoke lease %s: %w", leaseHex(k.Lease), err))
+	}
+	if len(errs) > 0 {
+		err := fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
+		k.lostMu.Lock()
+		defer k.lostMu.Unlock()
+		if k.lostErr != nil {
+			// Already reported as lost: nothing more to warn about.
+			return fmt.Errorf("%w (and then %w)", k.lostErr, err)
+		}
+		return err
+	}
+	k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
+	return nil
+}

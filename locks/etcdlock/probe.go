@@ -1,0 +1,101 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// probeTimeout bounds each endpoint's probe.
+const probeTimeout = time.Second
+
+// explain adds to a timed-out request what is wrong with each endpoint
+// (refused, unresolvable, TLS handshake failed): gRPC waits for a
+// connection until the deadline and then says only "context deadline
+// exceeded". Other errors are returned as they are.
+func (l *Locker) explain(err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) && status.Code(err) != codes.DeadlineExceeded {
+		return err
+	}
+	var problems []error
+	for _, ep := range l.Endpoints {
+		if perr := probe(ep, l.TLS); perr != nil {
+			problems = append(problems, perr)
+		}
+	}
+	if len(problems) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, errors.Join(problems...))
+}
+
+// probe connects to one endpoint as the client would, TLS handshake
+// included, and reports why that fails; nil when it works.
+func probe(endpoint string, cfg *tls.Config) error {
+	network, addr, secure := splitEndpoint(endpoint, cfg != nil)
+	d := net.Dialer{Timeout: probeTimeout}
+	conn, err := d.Dial(network, addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !secure {
+		return nil
+	}
+	tcfg := &tls.Config{}
+	if cfg != nil {
+		tcfg = cfg.Clone()
+	}
+	if tcfg.ServerName == "" && network == "tcp" {
+		tcfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tcfg.NextProtos = []string{"h2"}
+	tc := tls.Client(conn, tcfg)
+	tc.SetDeadline(time.Now().Add(probeTimeout))
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("tls handshake with %s: %w", addr, err)
+	}
+	// With TLS 1.3 a refused client certificate shows up as an alert after
+	// the handshake; a server waiting for our first bytes is fine.
+	tc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var b [1]byte
+	if _, err := tc.Read(b[:]); err != nil && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("tls with %s: %w", addr, err)
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// splitEndpoint reads an endpoint the way the etcd client does:
+// http(s)://host:port, unix(s)://path or unix(s):path, or a bare host:port
+// (TLS when a TLS configuration is given).
+func splitEndpoint(ep string, tlsDefault bool) (network, addr string, secure bool) {
+	if u, err := url.Parse(ep); err == nil && u.Scheme != "" && strings.Contains(ep, "://") {
+		switch u.Scheme {
+		case "unix", "unixs":
+			return "unix", u.Host + u.Path, u.Scheme == "unixs"
+		default:
+			return "tcp", u.Host, u.Scheme == "https"
+		}
+	}
+	for _, s := range []string{"unixs:", "unix:"} {
+		if path, ok := strings.CutPrefix(ep, s); ok {
+			return "unix", path, s == "unixs:"
+		}
+	}
+	return "tcp", ep, tlsDefault
+}

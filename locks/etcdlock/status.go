@@ -1,0 +1,98 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Status lists the run locks held under the prefix, one Owner per run id
+// (sorted by run id), with its queued waiters counted and what is left of
+// its lease.
+func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
+	cl, err := l.newClient()
+	if err != nil {
+		return nil, l.unavailable(err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	defer cancel()
+	resp, err := cl.Get(rctx, l.prefix(), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, l.unavailable(err)
+	}
+	byRun := map[string]*Owner{}
+	var owners []*Owner
+	for _, kv := range resp.Kvs {
+		runID, _, ok := splitKey(l.prefix(), string(kv.Key))
+		if !ok {
+			continue
+		}
+		if o := byRun[runID]; o != nil {
+			o.Waiters++
+			continue
+		}
+		o := ownerFromKV(runID, kv)
+		byRun[runID] = o
+		owners = append(owners, o)
+	}
+	for _, o := range owners {
+		o.TTL = leaseLeft(rctx, cl, o.Lease)
+	}
+	slices.SortFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
+	return owners, nil
+}
+
+// leaseLeft is the remaining TTL of a lease, -1 when unknown.
+func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) time.Duration {
+	if id == clientv3.NoLease {
+		return -1
+	}
+	resp, err := cl.TimeToLive(ctx, id)
+	if err != nil || resp.TTL < 0 {
+		return -1
+	}
+	return time.Duration(resp.TTL) * time.Second
+}
+
+// Break takes the run lock of runID away from its holder by revoking the
+// owner's lease: its key goes, the next waiter gets the lock, and a withlock
+// holder sees the deletion at once and tears its child down (exit 76). It
+// returns the owner it broke, or ErrNotHeld.
+func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
+	cl, err := l.newClient()
+	if err != nil {
+		return nil, l.unavailable(err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	defer cancel()
+	o, err := l.owner(rctx, cl, runID)
+	if err != nil {
+		return nil, l.unavailable(err)
+	}
+	if o == nil {
+		return nil, fmt.Errorf("run %q: %w", runID, ErrNotHeld)
+	}
+	if o.Lease == clientv3.NoLease {
+		_, err = cl.Delete(rctx, o.Key)
+	} else {
+		_, err = cl.Revoke(rctx, o.Lease)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			err = nil // it expired or was released meanwhile
+		}
+	}
+	if err != nil {
+		return nil, l.unavailable(err)
+	}
+	return o, nil
+}
