@@ -1,0 +1,48 @@
+package main
+
+import (
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The etcd backend (SPEC §6) lives in a second binary, withlock-etcd: this
+// same command built with -tags etcd (backend_etcd.go). The etcd client
+// (gRPC) roughly doubles start-up time and adds ~10 MiB of RSS just by being
+// linked in, and the local file lock must not pay for that. The default
+// build knows the etcd flags, so that it can parse a command line that asks
+// for etcd, and then replaces itself with withlock-etcd
+// (backend_etcd_exec.go).
+
+// etcdBinaryName is the etcd-enabled build, found beside withlock or in PATH.
+const etcdBinaryName = "withlock-etcd"
+
+// execMarkerEnv is set when withlock execs withlock-etcd; it catches an
+// etcd binary that was built without the tag (which would exec itself
+// forever). withlock-etcd removes it so the child never sees it.
+const execMarkerEnv = "WITHLOCK_ETCD_EXEC"
+
+// Credentials come from the environment only: a flag would show in ps.
+const (
+	etcdUsernameEnv = "WITHLOCK_ETCD_USERNAME"
+	etcdPasswordEnv = "WITHLOCK_ETCD_PASSWORD"
+)
+
+func init() {
+	backendFlags = append(backendFlags, etcdFlags()...)
+}
+
+// etcdFlags are the flags of the etcd backend, for run, status and break.
+func etcdFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "endpoints", EnvVars: []string{"WITHLOCK_ETCD_ENDPOINTS"},
+			Usage: "etcd endpoints, comma-separated `URLS` (--backend etcd; user and password from $" + etcdUsernameEnv + ", $" + etcdPasswordEnv + ")"},
+		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", EnvVars: []string{"WITHLOCK_ETCD_PREFIX"},
+			Usage: "etcd key prefix: the lock of RUN_ID is the concurrency mutex <prefix><RUN_ID>, as with `etcdctl lock`"},
+		&cli.StringFlag{Name: "etcd-cacert", EnvVars: []string{"WITHLOCK_ETCD_CACERT"}, Usage: "`FILE` of CA certificates for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-cert", EnvVars: []string{"WITHLOCK_ETCD_CERT"}, Usage: "client certificate `FILE` for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-key", EnvVars: []string{"WITHLOCK_ETCD_KEY"}, Usage: "client key `FILE` for etcd's TLS"},
+		&cli.DurationFlag{Name: "etcd-dial-timeout", Value: 5 * time.Second, EnvVars: []string{"WITHLOCK_ETCD_DIAL_TIMEOUT"},
+			Usage: "bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"},
+	}
+}
