@@ -1,0 +1,110 @@
+//go:build etcd
+
+package etcdcli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
+)
+
+// TestRunPassesStatusAndEnv: the default withlock execs withlock-etcd, the
+// child runs with the lock's environment, and its status is passed through.
+func TestRunPassesStatusAndEnv(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	r := run(t, wl(t, s, "job", "--", "sh", "-c", `echo "$WITHLOCK_RUN_ID $WITHLOCK_LOCK_KEY $WITHLOCK_FENCING_TOKEN"; exit 3`))
+	if r.code != 3 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q; want 3 and nothing", r.code, r.stderr)
+	}
+	f := strings.Fields(r.stdout)
+	if len(f) != 3 || f[0] != "job" || !strings.HasPrefix(f[1], "/withlock/run/job/") {
+		t.Fatalf("child saw %q; want run id, key and token", r.stdout)
+	}
+	if tok, err := strconv.ParseInt(f[2], 10, 64); err != nil || tok <= 0 {
+		t.Errorf("fencing token %q", f[2])
+	}
+	if keys := contenders(t, s.Client(t), "job"); len(keys) != 0 {
+		t.Errorf("keys left after the run: %q", keys)
+	}
+}
+
+// TestConflictExits75: a held lock ends a second run at once with 75 and
+// one line naming the holder; -q --conflict-exit-code 0 makes it silent.
+func TestConflictExits75(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "holder")
+	holder := start(t, wl(t, s, "job", "--", "sh", "-c", `echo started > "$0"; exec sleep 600`, pidFile))
+	readPid(t, pidFile)
+
+	r := run(t, wl(t, s, "job", "--", "touch", filepath.Join(dir, "ran")))
+	if r.code != 75 {
+		t.Fatalf("second run: exit %d (stderr %q); want 75", r.code, r.stderr)
+	}
+	want := fmt.Sprintf("pid %d", holder.cmd.Process.Pid) // exec keeps the pid
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 ||
+		!strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "sh -c") {
+		t.Errorf("conflict stderr %q; want one line naming %s and its command", r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran despite the conflict")
+	}
+	r = run(t, wl(t, s, "-q", "--conflict-exit-code", "0", "job", "--", "true"))
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("-q --conflict-exit-code 0: exit %d, stderr %q; want 0 and silence", r.code, r.stderr)
+	}
+}
+
+// TestWaitHandOff: --wait queues behind the holder and runs as soon as it
+// is done, with a larger fencing token.
+func TestWaitHandOff(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	cl := s.Client(t)
+	dir := t.TempDir()
+	goFile := filepath.Join(dir, "go")
+	first := start(t, wl(t, s, "job", "--", "sh", "-c",
+		`echo "$WITHLOCK_FENCING_TOKEN"; while [ ! -e "$0" ]; do sleep 0.02; done`, goFile))
+	waitFor(t, 20*time.Second, "the first run to hold the lock", func() bool { return len(contenders(t, cl, "job")) == 1 })
+	second := start(t, wl(t, s, "--wait", "30s", "job", "--", "sh", "-c", `echo "$WITHLOCK_FENCING_TOKEN"`))
+	waitFor(t, 20*time.Second, "the second run to queue", func() bool { return len(contenders(t, cl, "job")) == 2 })
+	if out, _ := second.output(); out != "" {
+		t.Fatalf("second run's command ran while the first held the lock: %q", out)
+	}
+	os.WriteFile(goFile, nil, 0o600)
+	r1, r2 := first.wait(t, 20*time.Second), second.wait(t, 20*time.Second)
+	if r1.code != 0 || r2.code != 0 {
+		t.Fatalf("exits %d, %d (stderr %q, %q); want 0, 0", r1.code, r2.code, r1.stderr, r2.stderr)
+	}
+	t1, _ := strconv.ParseInt(strings.TrimSpace(r1.stdout), 10, 64)
+	t2, _ := strconv.ParseInt(strings.TrimSpace(r2.stdout), 10, 64)
+	if t1 <= 0 || t2 <= t1 {
+		t.Errorf("tokens %q then %q; want increasing", r1.stdout, r2.stdout)
+	}
+}
+
+// TestSignalAbortsWait: TERM while waiting ends withlock with 143 without
+// running the command, and leaves nothing queued.
+func TestSignalAbortsWait(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	cl := s.Client(t)
+	dir := t.TempDir()
+	start(t, wl(t, s, "job", "--", "sleep", "600"))
+	waitFor(t, 20*time.Second, "the holder", func() bool { return len(contenders(t, cl, "job")) == 1 })
+	waiter := start(t, wl(t, s, "--wait", "forever", "job", "--", "touch", filepath.Join(dir, "ran")))
+	waitFor(t, 20*time.Second, "the waiter to queue", func() bool { return len(contenders(t, cl, "job")) == 2 })
+	waiter.cmd.Process.Signal(syscall.SIGTERM)
+	if r := waiter.wait(t, 10*time.Second); r.code != 128+int(syscall.SIGTERM) {
+		t.Errorf("waiter exit %d (stderr %q); want 143", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran after the wait was aborted")
+	}
+	waitFor(t, 10*time.Second, "the waiter's key to go", func() bool { return len(contenders(t, cl, "job")) == 1 })
+}

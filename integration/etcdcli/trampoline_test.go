@@ -1,0 +1,106 @@
+//go:build etcd
+
+package etcdcli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// installAlone copies the default withlock into a fresh dir, with
+// withlock-etcd beside it when etcdScript is not empty (a shell script).
+func installAlone(t *testing.T, etcdScript string) string {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatalf("withlock binaries unavailable: %v", buildErr)
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(withlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "withlock")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if etcdScript != "" {
+		if err := os.WriteFile(filepath.Join(dir, "withlock-etcd"), []byte(etcdScript), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// TestTrampolineExecsSameCommand: `withlock run --backend etcd` becomes
+// withlock-etcd with the same arguments, pid and environment (plus the
+// marker). HUP and INT inherited as ignored (nohup) are still ignored
+// although withlock had subscribed to them (exec resets caught signals to
+// default); Go keeps no inherited ignore of other signals, in a direct run
+// either, so USR1 and PIPE arrive as default, as withlock itself saw them.
+func TestTrampolineExecsSameCommand(t *testing.T) {
+	bin := installAlone(t, "#!/bin/sh\n"+
+		`echo "pid $$"; echo "args $*"; echo "marker $WITHLOCK_ETCD_EXEC"; echo "keep $KEEP_ME"; grep SigIgn /proc/self/status`+"\n")
+	args := []string{"run", "--backend", "etcd", "--endpoints", "http://etcd-a:2379", "job", "--", "echo", "hi"}
+	// The shell ignores HUP, INT, USR1 and PIPE and execs withlock.
+	cmd := exec.Command("sh", append([]string{"-c", `trap "" HUP INT USR1 PIPE; exec "$0" "$@"`, bin}, args...)...)
+	cmd.Env = append(cleanEnv(), "KEEP_ME=yes")
+	r := run(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	want := strings.Join([]string{
+		fmt.Sprintf("pid %d", cmd.Process.Pid),
+		"args " + strings.Join(args, " "),
+		"marker " + filepath.Join(filepath.Dir(bin), "withlock-etcd"),
+		"keep yes",
+		"SigIgn:\t0000000000000003", // bits of HUP (1) and INT (2)
+	}, "\n") + "\n"
+	if r.stdout != want {
+		t.Errorf("withlock-etcd saw\n%s\nwant\n%s", r.stdout, want)
+	}
+}
+
+// TestTrampolineWithoutEtcdBinary: no withlock-etcd beside withlock or in
+// PATH is exit 73 saying what to install; the command never runs.
+func TestTrampolineWithoutEtcdBinary(t *testing.T) {
+	bin := installAlone(t, "")
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(bin, "run", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "job", "--", "touch", ran)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	r := run(t, cmd)
+	if r.code != 73 || !strings.Contains(r.stderr, "withlock-etcd") || !strings.Contains(r.stderr, "not installed") {
+		t.Errorf("exit %d, stderr %q; want 73 saying withlock-etcd is not installed", r.code, r.stderr)
+	}
+	if exists(ran) {
+		t.Error("the command ran")
+	}
+	// WITHLOCK_BACKEND=etcd asks the same.
+	cmd = exec.Command(bin, "run", "--endpoints", "http://127.0.0.1:1", "job", "--", "touch", ran)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "WITHLOCK_BACKEND=etcd"}
+	if r := run(t, cmd); r.code != 73 || !strings.Contains(r.stderr, "withlock-etcd") {
+		t.Errorf("WITHLOCK_BACKEND=etcd: exit %d, stderr %q; want 73 naming withlock-etcd", r.code, r.stderr)
+	}
+}
+
+// TestTrampolineRefusesToLoop: a withlock-etcd that is really the default
+// build would exec itself forever; the marker stops it with 73.
+func TestTrampolineRefusesToLoop(t *testing.T) {
+	bin := installAlone(t, "")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(bin), "withlock-etcd"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "job", "--", "true")
+	cmd.Env = cleanEnv()
+	r := run(t, cmd)
+	if r.code != 73 || !strings.Contains(r.stderr, "built without the etcd backend") {
+		t.Errorf("exit %d, stderr %q; want 73 saying withlock-etcd lacks the etcd backend", r.code, r.stderr)
+	}
+}
