@@ -18,3 +18,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 func DieWithParent() error {
 	return fmt.Errorf("die with parent on %s: %w", runtime.GOOS, ErrUnsupported)
 }
+
+// ResetSignalMask is Linux-only.
+func ResetSignalMask() error { return ErrUnsupported }

@@ -4,11 +4,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/withlock/withlock/supervisor"
 )
 
 func main() {
+	// A signal mask inherited from whoever started us would be passed on to
+	// the child; start again without one (see supervisor.ResetSignalMask).
+	if err := supervisor.ResetSignalMask(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		fmt.Fprintln(os.Stderr, "withlock: warning:", err)
+	}
 	os.Exit(Main(os.Args))
 }
 
