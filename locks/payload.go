@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -64,8 +65,17 @@ func (p Payload) Encode() []byte {
 func (p Payload) Created() time.Time { return epochTime(p.CreatedAt) }
 func (p Payload) Expires() time.Time { return epochTime(p.ExpiresAt) }
 
+// epochTime converts epoch seconds without overflowing: sec*1e9 leaves
+// int64 past the year 2262, and a foreign writer's far-future expiry must
+// stay in the future, not wrap into the past and look expired.
 func epochTime(sec float64) time.Time {
-	return time.Unix(0, int64(sec*1e9))
+	const limit = 1 << 40 // seconds: far past any real expiry, far inside int64
+	if math.IsNaN(sec) {
+		sec = 0
+	}
+	sec = max(min(sec, limit), -limit)
+	whole, frac := math.Modf(sec)
+	return time.Unix(int64(whole), int64(frac*1e9))
 }
 
 func epochSeconds(t time.Time) float64 {

@@ -435,3 +435,15 @@ func TestHeartbeatRenewsAndReportsLoss(t *testing.T) {
 	}
 	stop()
 }
+
+func TestEpochTimeFarFuture(t *testing.T) {
+	now := time.Now()
+	for _, sec := range []float64{1e12, 1e18, 1e300} {
+		if got := epochTime(sec); !got.After(now) {
+			t.Errorf("epochTime(%g) = %v: not in the future", sec, got)
+		}
+	}
+	if got := epochTime(1_700_000_000.25); got.UnixNano() != 1_700_000_000_250_000_000 {
+		t.Errorf("epochTime lost precision: %d", got.UnixNano())
+	}
+}
