@@ -14,12 +14,8 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// errOwnerLeft: TryLock saw an owner that was gone when we looked it up;
-// the attempt is repeated at once.
-var errOwnerLeft = errors.New("lock holder let go during the attempt")
-
 // Acquire takes the run lock of runID, waiting up to wait for it (wait < 0:
-// forever; 0: TryLock, one attempt). Its errors match locks.ErrHeld (a
+// forever; 0: one attempt, like concurrency.Mutex.TryLock). Its errors match locks.ErrHeld (a
 // *locks.HeldError or *OtherClientError) when the wait ran out, and
 // locks.ErrUnavailable when the cluster could not be used: unreachable
 // attempts are retried within the wait (at least DialTimeout), refused
@@ -43,8 +39,6 @@ func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) 
 			return nil, context.Cause(ctx)
 		case errors.Is(err, locks.ErrHeld):
 			return nil, err
-		case errors.Is(err, errOwnerLeft):
-			continue
 		case permanent(err):
 			return nil, l.unavailable(err)
 		}
@@ -102,19 +96,22 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 			cl.Close()
 		}
 	}()
-	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, m: concurrency.NewMutex(s, l.MutexName(runID))}
-	if err := c.enqueue(ctx); err != nil {
+	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID}
+	owner, err := c.enqueue(ctx)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if wait == 0 {
-		err = c.tryLock(ctx)
-	} else {
+	case owner.Key == c.key:
+		// Ours at once: one write in all.
+	case wait == 0:
+		err = c.leave(ctx, owner)
+	default:
 		err = c.lock(ctx, start, wait)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return c.held(ttl)
+	return c.held(ttl), nil
 }
 
 // contender is one session's place in a run id's queue.
@@ -124,11 +121,11 @@ type contender struct {
 	s     *concurrency.Session
 	lease *leaseWatch
 	runID string
-	m     *concurrency.Mutex
 
-	key      string // <mutex name>/<lease in hex>, as concurrency.Mutex names it
-	token    int64  // the key's create revision
-	queuedAt time.Time
+	key         string // <mutex name>/<lease in hex>, as concurrency.Mutex names it
+	token       int64  // the key's create revision
+	acquiredRev int64  // the cluster's revision when the lock was ours
+	queuedAt    time.Time
 }
 
 // rpc bounds one request.
@@ -136,58 +133,60 @@ func (c *contender) rpc(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, c.l.dialTimeout())
 }
 
-// enqueue creates the session's key with the holder information as its
-// value, before the Mutex looks at it: the Mutex finds the key there and
-// uses it, so the owner key is never seen without its value.
-func (c *contender) enqueue(ctx context.Context) error {
-	c.key = fmt.Sprintf("%s/%x", c.l.MutexName(c.runID), c.s.Lease())
+// enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
+// one transaction: create the session's key under the lease, with the
+// holder information as its value so the owner key is never seen without
+// it, and read the owner — the key with the lowest create revision.
+func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
+	pfx := c.l.MutexName(c.runID) + "/"
+	c.key = fmt.Sprintf("%s%x", pfx, c.s.Lease())
+	getOwner := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
 	resp, err := c.cl.Txn(rctx).
 		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease()))).
-		Else(clientv3.OpGet(c.key)).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease())), getOwner).
+		Else(clientv3.OpGet(c.key), getOwner).
 		Commit()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.token = resp.Header.Revision
 	if !resp.Succeeded {
 		c.token = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
+	c.acquiredRev = resp.Header.Revision
 	c.queuedAt = time.Now()
-	return nil
+	owners := resp.Responses[1].GetResponseRange().Kvs
+	if len(owners) == 0 { // cannot be: our key is there
+		return nil, fmt.Errorf("no owner under %s after creating %s", pfx, c.key)
+	}
+	return ownerFromKV(c.runID, owners[0]), nil
 }
 
-// tryLock takes the lock if nobody holds it; otherwise it leaves the queue
-// and names the holder.
-func (c *contender) tryLock(ctx context.Context) error {
+// leave gives up without waiting: it deletes the session's key and names
+// the holder.
+func (c *contender) leave(ctx context.Context, o *Owner) error {
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
-	err := c.m.TryLock(rctx)
-	if !errors.Is(err, concurrency.ErrLocked) {
+	if _, err := c.cl.Delete(rctx, c.key); err != nil {
 		return err
-	}
-	o, err := c.l.owner(rctx, c.cl, c.runID)
-	if err != nil {
-		return err
-	}
-	if o == nil {
-		return errOwnerLeft
 	}
 	return heldError(c.runID, o, time.Now())
 }
 
-// lock waits in the queue until the lock is ours, the wait runs out (the
-// holder is named), ctx ends, or the lease is lost.
+// lock waits in the queue (concurrency.Mutex.Lock, which finds the key
+// enqueue made) until the lock is ours, the wait runs out (the holder is
+// named), ctx ends, or the lease is lost.
 func (c *contender) lock(ctx context.Context, start time.Time, wait time.Duration) error {
 	wctx, cancel := context.WithCancel(ctx)
 	if wait > 0 {
 		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
 	}
 	defer cancel()
+	m := concurrency.NewMutex(c.s, c.l.MutexName(c.runID))
 	result := make(chan error, 1)
-	go func() { result <- c.m.Lock(wctx) }()
+	go func() { result <- m.Lock(wctx) }()
 	stopReports := c.reportWaiting(wctx, start)
 	defer stopReports()
 	var err error
@@ -201,6 +200,12 @@ func (c *contender) lock(ctx context.Context, start time.Time, wait time.Duratio
 		return fmt.Errorf("while waiting: %w", c.lease.err)
 	}
 	if err == nil {
+		if m.Key() != c.key {
+			// concurrency.Mutex names its key differently from enqueue: the
+			// holder information and the fencing token would be wrong.
+			return fmt.Errorf("mutex key %q is not the enqueued key %q", m.Key(), c.key)
+		}
+		c.acquiredRev = m.Header().Revision
 		c.restamp(ctx)
 		return nil
 	}
@@ -242,7 +247,7 @@ func (c *contender) restamp(ctx context.Context) {
 	}
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
-	_, err := c.cl.Txn(rctx).If(c.m.IsOwner()).
+	_, err := c.cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.token)).
 		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease()))).
 		Commit()
 	if err != nil {
@@ -285,23 +290,17 @@ func (c *contender) reportWaiting(ctx context.Context, start time.Time) (stop fu
 }
 
 // held turns the won contender into a Lock.
-func (c *contender) held(ttl time.Duration) (*Lock, error) {
-	if c.m.Key() != c.key {
-		// concurrency.Mutex names its key differently from enqueue: the
-		// holder information and the fencing token would be wrong.
-		return nil, fmt.Errorf("mutex key %q is not the enqueued key %q", c.m.Key(), c.key)
-	}
+func (c *contender) held(ttl time.Duration) *Lock {
 	return &Lock{
 		RunID:       c.runID,
 		Key:         c.key,
 		Lease:       c.s.Lease(),
 		TTL:         ttl,
 		token:       c.token,
-		acquiredRev: c.m.Header().Revision,
+		acquiredRev: c.acquiredRev,
 		cl:          c.cl,
 		s:           c.s,
-		m:           c.m,
 		lease:       c.lease,
 		log:         c.l.Log,
-	}, nil
+	}
 }

@@ -10,6 +10,11 @@
 //     <prefix><run_id>/<lease id in hex> under its lease, and the key with the
 //     lowest create revision holds the lock.
 //
+// The first step (create the key, read the owner) is one transaction of
+// withlock's own, the same as the Mutex's; with no wait a loser deletes its
+// key (TryLock), with --wait concurrency.Mutex.Lock finds the key and waits.
+// Release revokes the lease, which deletes the key with it.
+//
 // What withlock adds to the recipe:
 //
 //   - Holder information. The contender's key is created with a JSON value

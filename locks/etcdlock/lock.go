@@ -31,7 +31,6 @@ type Lock struct {
 
 	cl    *clientv3.Client
 	s     *concurrency.Session
-	m     *concurrency.Mutex
 	lease *leaseWatch
 	log   zerolog.Logger
 
@@ -140,10 +139,11 @@ func (k *Lock) checkKey(ctx context.Context) (int64, error) {
 	}
 }
 
-// Release deletes the owner key and revokes the lease, within releaseBound
-// in all: when the cluster cannot be reached the lease's TTL frees the lock.
-// It is safe to call more than once; the error says what did not happen,
-// and matches locks.ErrLost when Heartbeat had reported the lock lost.
+// Release revokes the lease, which deletes the owner key with it; if the
+// revoke fails it deletes the key itself. All of it within releaseBound:
+// when the cluster cannot be reached the lease's TTL frees the lock. It is
+// safe to call more than once; the error says what did not happen, and
+// matches locks.ErrLost when Heartbeat had reported the lock lost.
 func (k *Lock) Release() error {
 	k.releaseOnce.Do(func() { k.releaseErr = k.release() })
 	return k.releaseErr
@@ -151,27 +151,31 @@ func (k *Lock) Release() error {
 
 func (k *Lock) release() error {
 	k.lease.stop()
+	k.s.Orphan()
 	defer k.cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseBound)
 	defer cancel()
-	var errs []error
-	if err := k.m.Unlock(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, err))
+	_, err := k.cl.Revoke(ctx, k.Lease)
+	if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
+		return nil
 	}
-	k.s.Orphan()
-	if _, err := k.cl.Revoke(ctx, k.Lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		errs = append(errs, fmt.Errorf("revoke lease %s: %w", leaseHex(k.Lease), err))
-	}
-	if len(errs) > 0 {
-		err := fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
-		k.lostMu.Lock()
-		defer k.lostMu.Unlock()
-		if k.lostErr != nil {
-			// Already reported as lost: nothing more to warn about.
-			return fmt.Errorf("%w (and then %w)", k.lostErr, err)
+	errs := []error{fmt.Errorf("revoke lease %s: %w", leaseHex(k.Lease), err)}
+	if ctx.Err() == nil {
+		// Delete the key only while it is still ours.
+		_, derr := k.cl.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.Key), "=", k.token)).
+			Then(clientv3.OpDelete(k.Key)).Commit()
+		if derr == nil {
+			return nil
 		}
-		return err
+		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, derr))
 	}
-	k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
-	return nil
+	err = fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
+	k.lostMu.Lock()
+	defer k.lostMu.Unlock()
+	if k.lostErr != nil {
+		// Already reported as lost: nothing more to warn about.
+		return fmt.Errorf("%w (and then %w)", k.lostErr, err)
+	}
+	return err
 }

@@ -50,10 +50,29 @@ func Start(t testing.TB, o Options) *Server {
 }
 
 // New picks free ports and a data dir but does not start the server, so a
-// test can point a client at it first.
+// test can point a client at it first. The server stops at the end of the
+// test.
 func New(t testing.TB, o Options) *Server {
 	t.Helper()
-	dir := t.TempDir()
+	s, err := Configure(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Start starts the server and waits until it serves.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if err := s.Launch(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Configure is New for programs (the bench): data and logs go in dir, and
+// the caller stops the server.
+func Configure(dir string, o Options) (*Server, error) {
 	scheme := "http"
 	if o.TLS != nil {
 		scheme = "https"
@@ -61,9 +80,17 @@ func New(t testing.TB, o Options) *Server {
 	// Clients reach the server through a proxy on Endpoint, so Stop can
 	// make it vanish at once (a graceful embed.Close drains open streams
 	// for seconds, answering keepalives meanwhile).
-	addr := freeAddr(t)
-	clientURL := url.URL{Scheme: scheme, Host: freeAddr(t)}
-	peerURL := url.URL{Scheme: "http", Host: freeAddr(t)}
+	var addrs [3]string
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = a
+	}
+	addr := addrs[0]
+	clientURL := url.URL{Scheme: scheme, Host: addrs[1]}
+	peerURL := url.URL{Scheme: "http", Host: addrs[2]}
 
 	cfg := embed.NewConfig()
 	cfg.Name = "withlock-test"
@@ -90,33 +117,31 @@ func New(t testing.TB, o Options) *Server {
 			ClientCertAuth: true,
 		}
 	}
-	s := &Server{Endpoint: scheme + "://" + addr, Dir: dir, Certs: o.TLS, cfg: cfg, addr: addr}
-	t.Cleanup(s.Stop)
-	return s
+	return &Server{Endpoint: scheme + "://" + addr, Dir: dir, Certs: o.TLS, cfg: cfg, addr: addr}, nil
 }
 
-// Start starts the server and waits until it serves.
-func (s *Server) Start(t testing.TB) {
-	t.Helper()
+// Launch is Start for programs.
+func (s *Server) Launch() error {
 	e, err := embed.StartEtcd(s.cfg)
 	if err != nil {
-		t.Fatalf("start embedded etcd (log: %s): %v", s.cfg.LogOutputs[0], err)
+		return fmt.Errorf("start embedded etcd (log: %s): %w", s.cfg.LogOutputs[0], err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		e.Close()
-		t.Fatalf("embedded etcd failed: %v", err)
+		return fmt.Errorf("embedded etcd failed: %w", err)
 	case <-time.After(startTimeout):
 		e.Close()
-		t.Fatalf("embedded etcd not ready after %s (log: %s)", startTimeout, s.cfg.LogOutputs[0])
+		return fmt.Errorf("embedded etcd not ready after %s (log: %s)", startTimeout, s.cfg.LogOutputs[0])
 	}
 	p, err := newProxy(s.addr, s.cfg.ListenClientUrls[0].Host)
 	if err != nil {
 		e.Close()
-		t.Fatalf("proxy for embedded etcd: %v", err)
+		return fmt.Errorf("proxy for embedded etcd: %w", err)
 	}
 	s.e, s.proxy = e, p
+	return nil
 }
 
 // Stop makes the server vanish as a crashed host would: open connections
@@ -160,19 +185,23 @@ func Ctx(t testing.TB) context.Context {
 }
 
 // freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+		return "", fmt.Errorf("find a free port: %w", err)
 	}
 	defer ln.Close()
-	return ln.Addr().String()
+	return ln.Addr().String(), nil
 }
 
 // ClosedEndpoint is an endpoint where nothing listens.
 func ClosedEndpoint(t testing.TB) string {
-	return fmt.Sprintf("http://%s", freeAddr(t))
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
 }
 
 // EnableAuth creates user with password and the root role and turns
