@@ -15,11 +15,12 @@ import (
 )
 
 // Acquire takes the run lock of runID, waiting up to wait for it (wait < 0:
-// forever; 0: one attempt, like concurrency.Mutex.TryLock). Its errors match locks.ErrHeld (a
-// *locks.HeldError or *OtherClientError) when the wait ran out, and
-// locks.ErrUnavailable when the cluster could not be used: unreachable
-// attempts are retried within the wait (at least DialTimeout), refused
-// credentials are not. ctx ending aborts with context.Cause(ctx).
+// forever; 0: one attempt, like concurrency.Mutex.TryLock). Its errors
+// match locks.ErrHeld (a *locks.HeldError or *OtherClientError) when the
+// wait ran out, and locks.ErrUnavailable when the cluster could not be
+// used: unreachable attempts are retried within the wait (at least
+// DialTimeout), refused credentials are not. ctx ending aborts with
+// context.Cause(ctx).
 func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	if len(l.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", locks.ErrUnavailable)
@@ -46,7 +47,7 @@ func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) 
 		if !giveUp.IsZero() && left <= 0 {
 			return nil, l.unavailable(err)
 		}
-		l.Log.Warn().Err(l.describe(err)).Str("run_id", runID).Msg("etcd attempt failed; retrying")
+		l.Log.Info().Err(l.describe(err)).Str("run_id", runID).Msg("etcd attempt failed; retrying")
 		if !sleep(ctx, pause, left) {
 			return nil, context.Cause(ctx)
 		}
@@ -104,7 +105,9 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	case owner.Key == c.key:
 		// Ours at once: one write in all.
 	case wait == 0:
-		err = c.leave(ctx, owner)
+		// Held: like TryLock, leave the queue (the deferred revoke deletes
+		// the key with the lease) and name the holder.
+		err = heldError(runID, owner, time.Now())
 	default:
 		err = c.lock(ctx, start, wait)
 	}
@@ -162,17 +165,6 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 		return nil, fmt.Errorf("no owner under %s after creating %s", pfx, c.key)
 	}
 	return ownerFromKV(c.runID, owners[0]), nil
-}
-
-// leave gives up without waiting: it deletes the session's key and names
-// the holder.
-func (c *contender) leave(ctx context.Context, o *Owner) error {
-	rctx, cancel := c.rpc(ctx)
-	defer cancel()
-	if _, err := c.cl.Delete(rctx, c.key); err != nil {
-		return err
-	}
-	return heldError(c.runID, o, time.Now())
 }
 
 // lock waits in the queue (concurrency.Mutex.Lock, which finds the key
