@@ -30,6 +30,9 @@ type FS interface {
 	Remove(path string) error
 	// OpenGuard opens (creating 0600) the guard file used for flock.
 	OpenGuard(path string) (*os.File, error)
+	// OpenCounter opens (creating 0600) a small regular file for reading
+	// and rewriting in place: the fencing counter.
+	OpenCounter(path string) (*os.File, error)
 }
 
 // OSFS is the real filesystem.
@@ -77,4 +80,19 @@ func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) 
 
 func (OSFS) OpenGuard(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
+}
+
+func (OSFS) OpenCounter(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errNotRegular
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -76,11 +77,17 @@ type DirReport struct {
 	Leftovers []Leftover
 }
 
+// The name patterns compile on first use: a package-level MustCompile
+// would cost every `withlock run` start-up time for a status-only need.
 var (
-	runLockName = regexp.MustCompile(`^([0-9a-f]{64})\.lock$`)
-	staleName   = regexp.MustCompile(`^([0-9a-f]{64})\.lock\.stale\.([0-9]+)(\.[0-9]+)?$`)
-	keyPrefix   = regexp.MustCompile(`^([0-9a-f]{64})\.`)
+	runLockName = lazyRegexp(`^([0-9a-f]{64})\.lock$`)
+	staleName   = lazyRegexp(`^([0-9a-f]{64})\.lock\.stale\.([0-9]+)(\.[0-9]+)?$`)
+	keyPrefix   = lazyRegexp(`^([0-9a-f]{64})\.`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Inspect lists the run locks and leftovers in the locker's directory. An
 // error means the directory itself could not be read or is unsafe; a lock
@@ -99,7 +106,7 @@ func (r *RunLocker) Inspect() (*DirReport, error) {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(r.Dir, name)
-		if m := runLockName.FindStringSubmatch(name); m != nil {
+		if m := runLockName().FindStringSubmatch(name); m != nil {
 			rep.Locks = append(rep.Locks, r.inspectLock(path, m[1], now))
 			continue
 		}
@@ -191,7 +198,7 @@ func leftoverKind(name string) (LeftoverKind, bool) {
 func (r *RunLocker) inspectLeftover(path string, kind LeftoverKind) Leftover {
 	name := filepath.Base(path)
 	l := Leftover{Path: path, Kind: kind}
-	if m := keyPrefix.FindStringSubmatch(name); m != nil {
+	if m := keyPrefix().FindStringSubmatch(name); m != nil {
 		l.Key = m[1]
 	}
 	if fi, err := r.fsys().Lstat(path); err == nil {
@@ -200,7 +207,7 @@ func (r *RunLocker) inspectLeftover(path string, kind LeftoverKind) Leftover {
 	if kind != LeftoverStale {
 		return l
 	}
-	if m := staleName.FindStringSubmatch(name); m != nil {
+	if m := staleName().FindStringSubmatch(name); m != nil {
 		if ts, err := strconv.ParseInt(m[2], 10, 64); err == nil {
 			l.Since = time.Unix(ts, 0)
 		}

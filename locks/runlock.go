@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -333,29 +334,29 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
 // gc and break never remove. seen is the token of a lock just reclaimed, so
-// the counter grows even if the sidecar was lost.
+// the counter grows even if the sidecar was lost. The counter is rewritten
+// in place at a fixed width under the guard: no temp file, no new inode on
+// every acquisition.
 func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, error) {
-	fsys := r.fsys()
 	path := r.fencePath(runID)
-	var stored uint64
-	data, _, err := fsys.ReadLockFile(path, 64)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	f, err := r.fsys().OpenCounter(path)
+	if err != nil {
 		return 0, err
-	default:
-		stored, err = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil {
+	}
+	defer f.Close()
+	var buf [32]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	var stored uint64
+	if text := strings.TrimSpace(string(buf[:n])); text != "" {
+		if stored, err = strconv.ParseUint(text, 10, 64); err != nil {
 			return 0, fmt.Errorf("fencing counter %s: %w", path, err)
 		}
 	}
 	token := max(stored, seen) + 1
-	tmp := path + ".tmp." + randomID()
-	if err := fsys.WriteNew(tmp, []byte(strconv.FormatUint(token, 10)+"\n"), 0o600); err != nil {
-		return 0, err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		fsys.Remove(tmp)
+	if _, err := f.WriteAt(fmt.Appendf(nil, "%020d\n", token), 0); err != nil {
 		return 0, err
 	}
 	return token, nil

@@ -3,7 +3,6 @@ package locks
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"regexp"
 	"time"
 	"unicode/utf8"
 )
@@ -27,14 +26,14 @@ type ScopeRequest struct {
 	PIDStart uint64
 }
 
-var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var scopeNamePattern = lazyRegexp(`^[A-Za-z0-9._-]{1,64}$`)
 
 // check rejects a request that cannot be right whatever the registry holds.
 func (q ScopeRequest) check() error {
 	switch {
 	case len(q.Allow) == 0:
 		return scopeUsagef("no scope requested")
-	case q.Name != "" && !scopeNamePattern.MatchString(q.Name):
+	case q.Name != "" && !scopeNamePattern().MatchString(q.Name):
 		return scopeUsagef("scope name %q: want 1-64 of A-Z a-z 0-9 . _ -", q.Name)
 	case !utf8.ValidString(q.Socket):
 		return scopeUsagef("socket path %q is not valid UTF-8", q.Socket)

@@ -26,8 +26,8 @@ func ResetSignalMask() error {
 		os.Unsetenv(maskResetVar)
 		return nil
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// Every thread starts with the process' initial mask, so any thread
+	// can tell; only the rare re-exec needs to stay on one thread.
 	var old unix.Sigset_t
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, nil, &old); err != nil {
 		return fmt.Errorf("read signal mask: %w", err)
@@ -35,6 +35,8 @@ func ResetSignalMask() error {
 	if old == (unix.Sigset_t{}) {
 		return nil
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own executable to clear the signal mask: %w", err)

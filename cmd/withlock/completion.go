@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() { commandRegistry = append(commandRegistry, completionCommand, genManCommand) }
+func init() { commandRegistry = append(commandRegistry, completionCommand) }
 
 func completionCommand() *cli.Command {
 	return &cli.Command{
@@ -44,24 +44,6 @@ Examples:
 				return exitWith(exitCantCreate, err)
 			}
 			fmt.Print(script)
-			return nil
-		},
-	}
-}
-
-// genManCommand prints the man page; `make man` runs it. Hidden: it is a
-// build step, not something a user calls.
-func genManCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "gen-man",
-		Usage:  "print the withlock(1) man page (roff)",
-		Hidden: true,
-		Action: func(c *cli.Context) error {
-			page, err := c.App.ToManWithSection(1)
-			if err != nil {
-				return exitWith(exitCantCreate, err)
-			}
-			fmt.Print(page)
 			return nil
 		},
 	}

@@ -151,7 +151,10 @@ func prepareWithlock(bin, tmp string) (path, missing string) {
 	path = filepath.Join(tmp, "withlock")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", path, "github.com/withlock/withlock/cmd/withlock").CombinedOutput()
+	// The Makefile's release build (make build): static, no docs support.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", path, "github.com/withlock/withlock/cmd/withlock")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: go build ./cmd/withlock: %v\n%s", err, out)
 		return "", "n/a (build failed)"
