@@ -7,6 +7,9 @@ import (
 	"syscall"
 )
 
+// crashPointsEnabled says whether this is the crash-point test build.
+const crashPointsEnabled = true
+
 // crashPoint kills this process with SIGKILL when WITHLOCK_CRASH_AT names
 // the point: a test-only build for the crash-point rows of the scorecard.
 // Points: acquire:after-temp, acquire:after-link, renew:after-temp,

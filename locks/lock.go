@@ -115,7 +115,7 @@ func (l *Lock) Release() error {
 	if err := fsys.Remove(l.Path); err != nil {
 		return err
 	}
-	r.Log.Debug().Str("event", "released").Str("run_id", l.RunID).Msg("lock released")
+	r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
 	return nil
 }
 

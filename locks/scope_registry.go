@@ -220,6 +220,11 @@ func rewriteInPlace(file *os.File, data []byte) error {
 	if err := file.Truncate(0); err != nil {
 		return err
 	}
+	if crashPointsEnabled && len(data) > 1 {
+		// Test-only build: leave a torn registry and die here.
+		file.WriteAt(data[:len(data)/2], 0)
+		crashPoint("scope:mid-write")
+	}
 	if _, err := file.WriteAt(data, 0); err != nil {
 		return err
 	}

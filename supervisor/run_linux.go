@@ -53,7 +53,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	signal.Notify(chld, syscall.SIGCHLD)
 	defer signal.Stop(chld)
 
-	if err := reaper.SetSubreaper(true); err != nil {
+	if brokenNoSubreaper {
+		cfg.KeepOrphans = true
+	} else if err := reaper.SetSubreaper(true); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")
 	} else {
 		defer clearSubreaper(cfg.Log)

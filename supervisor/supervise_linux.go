@@ -72,7 +72,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.onSignal(sig)
 		case <-timerC(timeout):
 			timeout = nil
-			s.log.Info().Dur("timeout", s.cfg.Timeout).Msg("timeout elapsed, stopping the command")
+			s.log.Info().Str("event", "timeout").Dur("timeout", s.cfg.Timeout).Msg("timeout elapsed, stopping the command")
 			s.teardown(TimedOut)
 		case err := <-lost:
 			lost = nil
@@ -127,11 +127,16 @@ func (s *supervision) reap() {
 // teardown, and a second one during the grace kills at once.
 func (s *supervision) onSignal(sig os.Signal) {
 	if startsTeardown(sig) && s.tearing && s.killedAt.IsZero() {
-		s.log.Info().Stringer("signal", sig).Msg("second signal during the grace, killing now")
+		s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pid).Msg("second signal during the grace, killing now")
 		s.kill()
 		return
 	}
-	s.log.Debug().Stringer("signal", sig).Msg("forwarding")
+	// WINCH and CONT arrive in bursts (a resized terminal): debug only.
+	ev := s.log.Info()
+	if sig == syscall.SIGWINCH || sig == syscall.SIGCONT {
+		ev = s.log.Debug()
+	}
+	ev.Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
 	s.signalGroup(sig.(syscall.Signal))
 	if startsTeardown(sig) {
 		s.startGrace()
@@ -141,10 +146,10 @@ func (s *supervision) onSignal(sig os.Signal) {
 // onLost applies the lost-lock policy.
 func (s *supervision) onLost(err error) {
 	if s.cfg.OnLost == WarnOnLost {
-		s.log.Warn().Err(err).Msg("lock lost; the command runs on (--on-lock-lost warn)")
+		s.log.Warn().Str("event", "lost").Err(err).Msg("lock lost; the command runs on (--on-lock-lost warn)")
 		return
 	}
-	s.log.Error().Err(err).Msg("lock lost, stopping the command")
+	s.log.Error().Str("event", "lost").Err(err).Msg("lock lost, stopping the command")
 	s.teardown(LockLost)
 }
 
@@ -198,7 +203,7 @@ func (s *supervision) startDraining() {
 func (s *supervision) kill() {
 	if s.killedAt.IsZero() {
 		s.killedAt = time.Now()
-		s.log.Debug().Msg("grace over, killing")
+		s.log.Info().Str("event", "teardown_killed").Int("pgid", s.pid).Dur("grace", s.cfg.Grace).Msg("grace over, killing")
 	}
 	s.signalGroup(syscall.SIGKILL)
 	if !s.cfg.KeepOrphans {

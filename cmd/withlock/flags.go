@@ -28,7 +28,7 @@ func superviseFlags() []cli.Flag {
 func logFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json"},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
 	}
 }
@@ -98,8 +98,12 @@ func parseWait(s string) (time.Duration, error) {
 // newLogger builds the stderr logger from the logging flags. The console
 // form is one plain line per event, prefixed "withlock:".
 func newLogger(c *cli.Context) (zerolog.Logger, error) {
-	level, err := zerolog.ParseLevel(c.String("log-level"))
-	if err != nil || c.String("log-level") == "" {
+	levelName := c.String("log-level")
+	if c.String("log-format") == "json" && !c.IsSet("log-level") {
+		levelName = "info" // a machine reading JSON wants the events, not just problems
+	}
+	level, err := zerolog.ParseLevel(levelName)
+	if err != nil || levelName == "" {
 		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
 	switch c.String("log-format") {
