@@ -65,26 +65,6 @@ func ProcessStartTime(pid int) (uint64, error) {
 	return start, err
 }
 
-// procStat returns the state letter (field 3) and start time (field 22).
-func procStat(pid int) (byte, uint64, error) {
-	path := "/proc/" + strconv.Itoa(pid) + "/stat"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("parse %s: no command field", path)
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	// fields[0] is field 3 (state); field 22 is fields[19].
-	if len(fields) < 20 || len(fields[0]) != 1 {
-		return 0, 0, fmt.Errorf("parse %s: %d fields", path, len(fields))
-	}
-	start, err := strconv.ParseUint(fields[19], 10, 64)
-	return fields[0][0], start, err
-}
-
 // Liveness is what can be said about a pid on this host.
 type Liveness int
 
@@ -105,23 +85,24 @@ func (l Liveness) String() string {
 	}
 }
 
-// ProcessLiveness checks pid with kill(pid, 0): ESRCH is dead, EPERM is alive
-// (the process exists but belongs to someone else). A zombie is dead: it
-// will never renew anything. When start is non-zero and the process' start
-// time differs, the pid was reused.
+// ProcessLiveness judges pid from /proc/<pid>/stat: a pid that is not
+// there is dead; a zombie is dead (it will never renew or release anything,
+// and its pid cannot be reused before it is reaped); a different start time
+// (when start is known) means the pid was reused. When /proc does not show
+// the pid (hidepid may hide other users' processes), kill(pid, 0) decides:
+// ESRCH is dead, EPERM is alive. The scope registry checks a thousand
+// holders on one start, so this reads with raw system calls into a stack
+// buffer and calls kill(2) only when needed.
 func ProcessLiveness(pid int, start uint64) Liveness {
 	if pid <= 0 {
 		return Dead
 	}
-	err := unix.Kill(pid, 0)
-	if errors.Is(err, syscall.ESRCH) {
-		return Dead
-	}
 	state, got, err := procStat(pid)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return Dead
 	case err != nil:
+		if errors.Is(unix.Kill(pid, 0), syscall.ESRCH) {
+			return Dead
+		}
 		return Alive // cannot tell: never reclaim on a guess
 	case state == 'Z' || state == 'X':
 		return Dead
@@ -129,4 +110,41 @@ func ProcessLiveness(pid int, start uint64) Liveness {
 		return Reused
 	}
 	return Alive
+}
+
+// procStat reads the state (field 3) and start time (field 22) of pid.
+// The command name (field 2) may hold spaces and parentheses, so fields are
+// counted after its last closing parenthesis.
+func procStat(pid int) (state byte, start uint64, err error) {
+	var pathBuf [32]byte
+	path := strconv.AppendInt(append(pathBuf[:0], "/proc/"...), int64(pid), 10)
+	fd, err := unix.Open(string(append(path, "/stat"...)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, &os.PathError{Op: "open", Path: string(path) + "/stat", Err: err}
+	}
+	var buf [1024]byte
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil {
+		return 0, 0, &os.PathError{Op: "read", Path: string(path) + "/stat", Err: err}
+	}
+	data := buf[:n]
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+3 >= len(data) {
+		return 0, 0, fmt.Errorf("parse %s/stat: no command field", path)
+	}
+	fields := data[i+2:] // "S ppid pgrp ..."
+	state = fields[0]
+	for field := 3; field < 22; field++ {
+		j := bytes.IndexByte(fields, ' ')
+		if j < 0 {
+			return 0, 0, fmt.Errorf("parse %s/stat: too few fields", path)
+		}
+		fields = fields[j+1:]
+	}
+	if j := bytes.IndexByte(fields, ' '); j >= 0 {
+		fields = fields[:j]
+	}
+	start, err = strconv.ParseUint(string(fields), 10, 64)
+	return state, start, err
 }

@@ -29,8 +29,8 @@ func TestScopeProcessAlive(t *testing.T) {
 			t.Errorf("%s: scopeProcessAlive(%d, %d) = %v, want %v", tt.name, tt.pid, tt.start, got, tt.alive)
 		}
 	}
-	if _, start, err := scopeProcStat(me.PID); err != nil || start != me.Start {
-		t.Errorf("scopeProcStat start %d, %v; ProcessStartTime says %d", start, err, me.Start)
+	if _, start, err := procStat(me.PID); err != nil || start != me.Start {
+		t.Errorf("procStat start %d, %v; ProcessStartTime says %d", start, err, me.Start)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestScopeZombieHolderIsDead(t *testing.T) {
 	defer cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		state, _, err := scopeProcStat(cmd.Process.Pid)
+		state, _, err := procStat(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
