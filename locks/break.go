@@ -124,7 +124,7 @@ var errReplaced = errors.New("lock file replaced while being moved aside; put ba
 // moveLockAside renames lockPath to <lockPath>.stale.<unix-ts>, adding .1,
 // .2, … rather than replacing an earlier stale file, and checks that the
 // file moved is the inode that was judged (ino 0: unknown, not checked).
-// It is the naming of ReclaimStale, which does the same for acquirers.
+// Both break and an acquirer's ReclaimStale move locks aside through it.
 func (r *RunLocker) moveLockAside(lockPath string, ino uint64) (string, error) {
 	fsys := r.fsys()
 	base := lockPath + ".stale." + strconv.FormatInt(r.now().Unix(), 10)

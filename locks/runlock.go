@@ -252,37 +252,25 @@ func (r *RunLocker) holder(path string, v lockView) *Holder {
 // the file had been replaced in between (possible only with a writer that
 // does not take the guard); that file is put back.
 func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason) (bool, error) {
-	fsys := r.fsys()
-	base := lockPath + ".stale." + strconv.FormatInt(r.now().Unix(), 10)
-	for i := 0; i < 1000; i++ {
-		dst := base
-		if i > 0 {
-			dst = base + "." + strconv.Itoa(i)
-		}
-		err := fsys.RenameNoReplace(lockPath, dst)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return true, nil // gone already: the path is free
-		}
-		if err != nil {
-			return false, err
-		}
-		if fi, err := fsys.Lstat(dst); err == nil && v.ino != 0 && inode(fi) != v.ino && !r.unserialised {
-			if fsys.Link(dst, lockPath) == nil {
-				fsys.Remove(dst)
-			}
-			r.Log.Warn().Str("lock_file", lockPath).Msg("lock file changed while being reclaimed; put back")
-			return false, nil
-		}
-		r.at("reclaim:after-rename")
-		r.Log.Info().Str("event", "reclaimed").Str("reason", string(reason)).
-			Str("lock_file", lockPath).Str("moved_to", dst).
-			Int("holder_pid", v.payload.Pid).Str("run_id", v.payload.RunID).Msg("reclaimed stale lock")
-		return true, nil
+	ino := v.ino
+	if r.unserialised {
+		ino = 0 // negative control: no post-move check
 	}
-	return false, fmt.Errorf("reclaim %s: too many stale files for one second", lockPath)
+	dst, err := r.moveLockAside(lockPath, ino)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil // gone already: the path is free
+	case errors.Is(err, errReplaced):
+		r.Log.Warn().Str("lock_file", lockPath).Msg("lock file changed while being reclaimed; put back")
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	r.at("reclaim:after-rename")
+	r.Log.Info().Str("event", "reclaimed").Str("reason", string(reason)).
+		Str("lock_file", lockPath).Str("moved_to", dst).
+		Int("holder_pid", v.payload.Pid).Str("run_id", v.payload.RunID).Msg("reclaimed stale lock")
+	return true, nil
 }
 
 // create writes the payload to a temp file and links it into place: the
