@@ -12,7 +12,7 @@ import (
 // lockGuard takes flock(LOCK_EX) on the guard file, waiting at most bound.
 // The guard serialises every state transition of one run id among withlock
 // processes (reclaim, acquire, renew, release, break). flock has no timed
-// form, so the wait polls LOCK_NB with a sleep that doubles up to 20ms:
+// form, so the wait polls LOCK_NB with a sleep that doubles from 50µs up to 20ms:
 // bounded and never spinning. A stopped holder keeps it past the bound, and
 // that is reported as ErrGuardBusy.
 func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
@@ -21,7 +21,9 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 		return nil, err
 	}
 	deadline := time.Now().Add(bound)
-	sleep := 500 * time.Microsecond
+	// The guard is held for microseconds at a time; a waiter woken by a
+	// release usually finds the releaser just closing it, so start small.
+	sleep := 50 * time.Microsecond
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
