@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -120,8 +119,9 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// etcdStatus prints the run locks held in etcd: a table, or JSON with
-// --json.
+// etcdStatus is `withlock status --backend etcd [RUN_ID...]`: the run locks
+// held in etcd (only those RUN_IDs, a free one shown as free), as a table or
+// as JSON with --json. 73 when etcd cannot be read.
 func etcdStatus(c *cli.Context) error {
 	log, err := newLogger(c)
 	if err != nil {
@@ -133,7 +133,10 @@ func etcdStatus(c *cli.Context) error {
 	}
 	owners, err := l.Status(context.Background())
 	if err != nil {
-		return exitWith(exitCantCreate, err)
+		return exitWith(exitCantCreate, fmt.Errorf("status: %w", err))
+	}
+	if c.NArg() > 0 {
+		owners = onlyRunIDs(owners, c.Args().Slice())
 	}
 	if c.Bool("json") {
 		return writeEtcdStatusJSON(c, owners)
@@ -142,6 +145,10 @@ func etcdStatus(c *cli.Context) error {
 	fmt.Fprintln(w, "RUN ID\tHOLDER\tTOKEN\tLEASE LEFT\tWAITING")
 	now := time.Now()
 	for _, o := range owners {
+		if o.Key == "" {
+			fmt.Fprintf(w, "%s\tfree\t-\t-\t0\n", o.RunID)
+			continue
+		}
 		left := "?"
 		if o.TTL >= 0 {
 			left = o.TTL.String()
@@ -151,9 +158,28 @@ func etcdStatus(c *cli.Context) error {
 	return w.Flush()
 }
 
+// onlyRunIDs keeps the owners of runIDs, in that order; a run id nobody
+// holds gets an Owner without a key (free).
+func onlyRunIDs(owners []*etcdlock.Owner, runIDs []string) []*etcdlock.Owner {
+	byRun := map[string]*etcdlock.Owner{}
+	for _, o := range owners {
+		byRun[o.RunID] = o
+	}
+	out := make([]*etcdlock.Owner, 0, len(runIDs))
+	for _, id := range runIDs {
+		o := byRun[id]
+		if o == nil {
+			o = &etcdlock.Owner{RunID: id, TTL: -1}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // etcdStatusEntry is one run lock in `status --backend etcd --json`.
 type etcdStatusEntry struct {
 	RunID        string  `json:"run_id"`
+	Held         bool    `json:"held"`
 	Key          string  `json:"key"`
 	Lease        string  `json:"lease"`
 	FencingToken int64   `json:"fencing_token"`
@@ -170,9 +196,10 @@ type etcdStatusEntry struct {
 func writeEtcdStatusJSON(c *cli.Context, owners []*etcdlock.Owner) error {
 	entries := make([]etcdStatusEntry, 0, len(owners))
 	for _, o := range owners {
-		e := etcdStatusEntry{
-			RunID: o.RunID, Key: o.Key, Lease: fmt.Sprintf("%x", int64(o.Lease)), FencingToken: o.FencingToken,
-			Foreign: o.Holder == nil, TTLSeconds: -1, Waiters: o.Waiters,
+		e := etcdStatusEntry{RunID: o.RunID, TTLSeconds: -1}
+		if o.Key != "" {
+			e.Held, e.Key, e.Lease, e.FencingToken = true, o.Key, fmt.Sprintf("%x", int64(o.Lease)), o.FencingToken
+			e.Foreign, e.Waiters = o.Holder == nil, o.Waiters
 		}
 		if o.TTL >= 0 {
 			e.TTLSeconds = o.TTL.Seconds()
@@ -187,9 +214,13 @@ func writeEtcdStatusJSON(c *cli.Context, owners []*etcdlock.Owner) error {
 	return enc.Encode(entries)
 }
 
-// etcdBreak takes runID's lock away from its holder by revoking the
-// holder's lease; a withlock holding it sees that at once and tears its
-// child down (exit 76). Nothing to break is an error (exit 1).
+// etcdBreak is `withlock break --backend etcd RUN_ID`, with the file
+// break's flags and exit statuses. An etcd lock is never stale — its lease
+// frees it when the holder dies — so without --force (or --signal, which a
+// remote holder cannot receive: revoking the lease is how a withlock holder
+// is told) a held lock is refused with 75. With them the holder's lease is
+// revoked: a withlock holder tears its command down at once and exits 76,
+// and the next waiter runs. No lock is 0.
 func etcdBreak(c *cli.Context, runID string) error {
 	log, err := newLogger(c)
 	if err != nil {
@@ -199,13 +230,26 @@ func etcdBreak(c *cli.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	o, err := l.Break(context.Background(), runID)
-	switch {
-	case errors.Is(err, etcdlock.ErrNotHeld):
-		return exitWith(1, fmt.Errorf("break: run %q is not locked in etcd", runID))
-	case err != nil:
-		return exitWith(exitCantCreate, fmt.Errorf("break: %w", err))
+	say := func(format string, args ...any) {
+		if !c.Bool("quiet") {
+			fmt.Fprintf(c.App.Writer, format+"\n", args...)
+		}
 	}
-	fmt.Fprintf(c.App.ErrWriter, "withlock: broke run %q: revoked lease %x of %s\n", runID, int64(o.Lease), o.Describe(time.Now()))
+	ctx := context.Background()
+	o, err := l.Owner(ctx, runID)
+	switch {
+	case err != nil:
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	case o == nil:
+		say("no lock for run %q in etcd", runID)
+		return nil
+	case !c.Bool("force") && !c.Bool("signal"):
+		return exitWith(exitTempFail, fmt.Errorf("break: run %q is held by %s; its lease keeps the lock while the holder lives and frees it when the holder dies; "+
+			"--force revokes the lease (a withlock holder stops its command and exits 76)", runID, o.Describe(time.Now())))
+	}
+	if err := l.Revoke(ctx, o); err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	}
+	say("revoked the etcd lease of run %q (was %s, lease %x)", runID, o.Describe(time.Now()), int64(o.Lease))
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 // commands will: with the etcd flags, the logging flags and --json.
 func etcdAdminApp(stdout, stderr *bytes.Buffer) *cli.App {
 	flags := append(etcdFlags(), logFlags()...)
-	flags = append(flags, &cli.BoolFlag{Name: "json"})
+	flags = append(flags, &cli.BoolFlag{Name: "json"}, &cli.BoolFlag{Name: "force"}, &cli.BoolFlag{Name: "signal"})
 	return &cli.App{
 		Writer: stdout, ErrWriter: stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -44,8 +44,9 @@ func runAdmin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 // TestEtcdStatusAndBreak: status lists holders with their pid, command and
-// fencing token (table and JSON); break revokes the holder's lease, after
-// which status no longer lists it and a second break exits 1.
+// fencing token (table and JSON); break refuses a live holder (75) unless
+// --force, which revokes its lease; status then no longer lists it, and a
+// second break finds nothing (0).
 func TestEtcdStatusAndBreak(t *testing.T) {
 	t.Setenv("WITHLOCK_ETCD_ENDPOINTS", "")
 	s := etcdtest.Start(t, etcdtest.Options{})
@@ -59,20 +60,34 @@ func TestEtcdStatusAndBreak(t *testing.T) {
 	defer stop()
 
 	out, errOut, code := runAdmin(t, "status", "--endpoints", s.Endpoint)
+	t.Logf("status:\n%s", out)
 	token := strconv.FormatInt(lock.FencingToken(), 10)
 	if code != 0 || !strings.Contains(out, "nightly-backup") || !strings.Contains(out, "backup --full") || !strings.Contains(out, token) {
 		t.Fatalf("status: exit %d, stdout %q, stderr %q; want the holder with token %s", code, out, errOut, token)
 	}
+	out, _, code = runAdmin(t, "status", "--endpoints", s.Endpoint, "nightly-backup", "weekly")
+	if code != 0 || !strings.Contains(out, "nightly-backup") || !strings.Contains(out, "weekly") || !strings.Contains(out, "free") {
+		t.Fatalf("status of two run ids: exit %d, stdout %q; want the holder and weekly free", code, out)
+	}
 	out, _, code = runAdmin(t, "status", "--json", "--endpoints", s.Endpoint)
 	var entries []etcdStatusEntry
 	if err := json.Unmarshal([]byte(out), &entries); code != 0 || err != nil || len(entries) != 1 ||
-		entries[0].RunID != "nightly-backup" || entries[0].FencingToken != lock.FencingToken() || entries[0].Foreign || entries[0].TTLSeconds <= 0 {
+		entries[0].RunID != "nightly-backup" || !entries[0].Held || entries[0].FencingToken != lock.FencingToken() || entries[0].Foreign || entries[0].TTLSeconds <= 0 {
 		t.Fatalf("status --json: exit %d, %q (%v)", code, out, err)
 	}
 
 	_, errOut, code = runAdmin(t, "break", "--endpoints", s.Endpoint, "nightly-backup")
-	if code != 0 || !strings.Contains(errOut, "broke run \"nightly-backup\"") {
-		t.Fatalf("break: exit %d, stderr %q", code, errOut)
+	if code != exitTempFail || !strings.Contains(errOut, "backup --full") || !strings.Contains(errOut, "--force") {
+		t.Fatalf("break without --force: exit %d, stderr %q; want 75 naming the holder and --force", code, errOut)
+	}
+	select {
+	case err := <-lost:
+		t.Fatalf("refused break took the lock: %v", err)
+	default:
+	}
+	out, errOut, code = runAdmin(t, "break", "--force", "--endpoints", s.Endpoint, "nightly-backup")
+	if code != 0 || !strings.Contains(out, "revoked the etcd lease of run \"nightly-backup\"") {
+		t.Fatalf("break --force: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	select {
 	case <-lost:
@@ -82,8 +97,8 @@ func TestEtcdStatusAndBreak(t *testing.T) {
 	if out, _, _ := runAdmin(t, "status", "--endpoints", s.Endpoint); strings.Contains(out, "nightly-backup") {
 		t.Errorf("status after break still lists it: %q", out)
 	}
-	if _, errOut, code := runAdmin(t, "break", "--endpoints", s.Endpoint, "nightly-backup"); code != 1 || !strings.Contains(errOut, "not locked") {
-		t.Errorf("second break: exit %d, %q; want 1 saying it is not locked", code, errOut)
+	if out, errOut, code := runAdmin(t, "break", "--force", "--endpoints", s.Endpoint, "nightly-backup"); code != 0 || !strings.Contains(out, "no lock") {
+		t.Errorf("second break: exit %d, stdout %q, stderr %q; want 0 saying there is no lock", code, out, errOut)
 	}
 }
 

@@ -64,11 +64,8 @@ func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) ti
 	return time.Duration(resp.TTL) * time.Second
 }
 
-// Break takes the run lock of runID away from its holder by revoking the
-// owner's lease: its key goes, the next waiter gets the lock, and a withlock
-// holder sees the deletion at once and tears its child down (exit 76). It
-// returns the owner it broke, or ErrNotHeld.
-func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
+// Owner finds who holds runID's lock; nil when it is free.
+func (l *Locker) Owner(ctx context.Context, runID string) (*Owner, error) {
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, l.unavailable(err)
@@ -80,19 +77,45 @@ func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
 	if err != nil {
 		return nil, l.unavailable(err)
 	}
+	if o != nil {
+		o.TTL = leaseLeft(rctx, cl, o.Lease)
+	}
+	return o, nil
+}
+
+// Break takes the run lock of runID away from its holder by revoking the
+// owner's lease: its key goes, the next waiter gets the lock, and a withlock
+// holder sees the deletion at once and tears its child down (exit 76). It
+// returns the owner it broke, or ErrNotHeld.
+func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
+	o, err := l.Owner(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
 	if o == nil {
 		return nil, fmt.Errorf("run %q: %w", runID, ErrNotHeld)
 	}
+	return o, l.Revoke(ctx, o)
+}
+
+// Revoke ends the lease of owner o (found by Owner), which deletes its key;
+// a key without a lease is deleted. A lease that is already gone is not an
+// error: the lock is free either way.
+func (l *Locker) Revoke(ctx context.Context, o *Owner) error {
+	cl, err := l.newClient()
+	if err != nil {
+		return l.unavailable(err)
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	defer cancel()
 	if o.Lease == clientv3.NoLease {
 		_, err = cl.Delete(rctx, o.Key)
-	} else {
-		_, err = cl.Revoke(rctx, o.Lease)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			err = nil // it expired or was released meanwhile
-		}
+	} else if _, err = cl.Revoke(rctx, o.Lease); errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		err = nil // it expired or was released meanwhile
 	}
 	if err != nil {
-		return nil, l.unavailable(err)
+		return l.unavailable(err)
 	}
-	return o, nil
+	return nil
 }
