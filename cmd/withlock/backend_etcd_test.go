@@ -18,16 +18,18 @@ import (
 )
 
 // etcdAdminApp runs etcdStatus and etcdBreak as the status and break
-// commands will: with the etcd flags, the logging flags and --json.
+// commands will: with their own flags (status has no logging flags) plus
+// the etcd ones.
 func etcdAdminApp(stdout, stderr *bytes.Buffer) *cli.App {
-	flags := append(etcdFlags(), logFlags()...)
-	flags = append(flags, &cli.BoolFlag{Name: "json"}, &cli.BoolFlag{Name: "force"}, &cli.BoolFlag{Name: "signal"})
+	statusFlags := append(etcdFlags(), &cli.BoolFlag{Name: "json"})
+	breakFlags := append(etcdFlags(), logFlags()...)
+	breakFlags = append(breakFlags, &cli.BoolFlag{Name: "force"}, &cli.BoolFlag{Name: "signal"})
 	return &cli.App{
 		Writer: stdout, ErrWriter: stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands: []*cli.Command{
-			{Name: "status", Flags: flags, Action: etcdStatus},
-			{Name: "break", Flags: flags, Action: func(c *cli.Context) error { return etcdBreak(c, c.Args().First()) }},
+			{Name: "status", Flags: statusFlags, Action: etcdStatus},
+			{Name: "break", Flags: breakFlags, Action: func(c *cli.Context) error { return etcdBreak(c, c.Args().First()) }},
 		},
 	}
 }
