@@ -64,13 +64,13 @@ func (l *Lock) verifyOwned() error {
 	return nil
 }
 
-// Renew pushes expires_at to now+TTL, atomically (temp file renamed over the
-// lock), under the guard and only while the file is still ours.
-func (l *Lock) Renew() error {
+// whileOwned runs change under the guard, after checking the file on disk
+// still carries our lock_id; point names the moment between the two for
+// the race tests and crash points.
+func (l *Lock) whileOwned(point string, change func(FS) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, fsys := l.r, l.r.fsys()
-	g, err := r.lockGuard(l.RunID)
+	g, err := l.r.lockGuard(l.RunID)
 	if err != nil {
 		return err
 	}
@@ -78,45 +78,44 @@ func (l *Lock) Renew() error {
 	if err := l.verifyOwned(); err != nil {
 		return err
 	}
-	r.at("renew:verified")
-	p := l.payload
-	p.ExpiresAt = epochSeconds(r.now().Add(r.TTL))
-	l.serial++
-	tmp := l.Path + ".tmp." + p.LockID + "." + strconv.Itoa(l.serial)
-	if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
-		return err
-	}
-	r.at("renew:after-temp")
-	if err := fsys.Rename(tmp, l.Path); err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	l.payload = p
-	r.Log.Debug().Str("event", "renewed").Str("run_id", l.RunID).
-		Float64("expires_at", p.ExpiresAt).Msg("lock renewed")
-	return nil
+	l.r.at(point)
+	return change(l.r.fsys())
+}
+
+// Renew pushes expires_at to now+TTL, atomically (temp file renamed over the
+// lock), under the guard and only while the file is still ours.
+func (l *Lock) Renew() error {
+	return l.whileOwned("renew:verified", func(fsys FS) error {
+		r := l.r
+		p := l.payload
+		p.ExpiresAt = epochSeconds(r.now().Add(r.TTL))
+		l.serial++
+		tmp := l.Path + ".tmp." + p.LockID + "." + strconv.Itoa(l.serial)
+		if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
+			return err
+		}
+		r.at("renew:after-temp")
+		if err := fsys.Rename(tmp, l.Path); err != nil {
+			fsys.Remove(tmp)
+			return err
+		}
+		l.payload = p
+		r.Log.Debug().Str("event", "renewed").Str("run_id", l.RunID).
+			Float64("expires_at", p.ExpiresAt).Msg("lock renewed")
+		return nil
+	})
 }
 
 // Release removes the lock file if it is still ours; otherwise it does
 // nothing (someone reclaimed it) and says so through ErrLost.
 func (l *Lock) Release() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r, fsys := l.r, l.r.fsys()
-	g, err := r.lockGuard(l.RunID)
-	if err != nil {
-		return err
-	}
-	defer unlockGuard(g)
-	if err := l.verifyOwned(); err != nil {
-		return err
-	}
-	r.at("release:verified")
-	if err := fsys.Remove(l.Path); err != nil {
-		return err
-	}
-	r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
-	return nil
+	return l.whileOwned("release:verified", func(fsys FS) error {
+		if err := fsys.Remove(l.Path); err != nil {
+			return err
+		}
+		l.r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
+		return nil
+	})
 }
 
 // Heartbeat renews the lock every TTL/3 until stop is called. lost receives
