@@ -153,7 +153,16 @@ func (k *Lock) release() error {
 	k.lease.stop()
 	k.s.Orphan()
 	defer k.cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), releaseBound)
+	k.lostMu.Lock()
+	bound := releaseBound
+	if k.lostErr != nil {
+		// Lost already: the lease is gone or etcd out of reach. One short
+		// try frees the lock at once if etcd is back; no need to hold the
+		// exit up for longer.
+		bound = lostReleaseBound
+	}
+	k.lostMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	_, err := k.cl.Revoke(ctx, k.Lease)
 	if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {

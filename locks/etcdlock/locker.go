@@ -27,6 +27,9 @@ const (
 // TTL frees the lock anyway.
 const releaseBound = 2 * time.Second
 
+// lostReleaseBound caps the release of a lock already reported lost.
+const lostReleaseBound = 500 * time.Millisecond
+
 // Locker takes run locks in one etcd cluster. Set the fields, then call
 // Acquire; a Locker may be used for several acquisitions but not
 // concurrently.
