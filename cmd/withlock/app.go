@@ -26,6 +26,11 @@ func newApp() *cli.App {
 		},
 	}
 	app.Commands = append(app.Commands, extraCommands()...)
+	// urfave/cli gives every command a "help" subcommand aliased "h", which
+	// would swallow `withlock run h -- cmd` (run id "h"); --help stays.
+	for _, c := range app.Commands {
+		hideHelpCommands(c)
+	}
 	return app
 }
 
@@ -131,4 +136,11 @@ func takesValue(cmd *cli.Command, arg string) bool {
 		}
 	}
 	return false
+}
+
+func hideHelpCommands(c *cli.Command) {
+	c.HideHelpCommand = true
+	for _, sub := range c.Subcommands {
+		hideHelpCommands(sub)
+	}
 }

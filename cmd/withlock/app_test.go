@@ -52,3 +52,13 @@ func TestSplitRunArgs(t *testing.T) {
 		}
 	}
 }
+
+// A run id that spells a help alias is a run id.
+func TestRunIDNamedLikeHelp(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"h", "help"} {
+		if code := Main([]string{"withlock", "run", "--dir", dir, id, "--", "true"}); code != 0 {
+			t.Errorf("withlock run %s -- true: exit %d, want 0", id, code)
+		}
+	}
+}
