@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,6 +39,20 @@ var backends = map[string]func(c *cli.Context, log zerolog.Logger, command strin
 
 // backendFlags are the flags other backends add to `withlock run`.
 var backendFlags []cli.Flag
+
+// backendFlag is --backend, shared by run, status and break.
+func backendFlag() cli.Flag {
+	return &cli.StringFlag{Name: "backend", Value: "file", EnvVars: []string{"WITHLOCK_BACKEND"},
+		Usage: "where the lock lives: " + strings.Join(backendNames(), "|")}
+}
+
+// knownBackend refuses a --backend that names nothing (exit 64).
+func knownBackend(c *cli.Context) error {
+	if _, ok := backends[c.String("backend")]; !ok {
+		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
+	}
+	return nil
+}
 
 func backendNames() []string {
 	names := make([]string, 0, len(backends))

@@ -25,7 +25,9 @@ func breakCommand() *cli.Command {
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
 		&cli.DurationFlag{Name: "grace", Value: defaultBreakGrace, Usage: "with --signal: how long the holder may take to release"},
+		backendFlag(),
 	}
+	flags = append(flags, etcdFlags()...)
 	return &cli.Command{
 		Name:      "break",
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
@@ -58,6 +60,12 @@ func breakAction(c *cli.Context) error {
 		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
 	}
 	runID := c.Args().First()
+	if err := knownBackend(c); err != nil {
+		return err
+	}
+	if c.String("backend") == "etcd" {
+		return etcdBreak(c, runID)
+	}
 	log, err := newLogger(c)
 	if err != nil {
 		return err

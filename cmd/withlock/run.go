@@ -19,7 +19,7 @@ func runCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "lock lifetime without renewal (else $WITHLOCK_TTL, $NEXUSCORE_RUN_LOCK_TTL_SECONDS, 30s)"},
-		&cli.StringFlag{Name: "backend", Value: "file", EnvVars: []string{"WITHLOCK_BACKEND"}, Usage: "where the lock lives: " + strings.Join(backendNames(), "|")},
+		backendFlag(),
 	}
 	flags = append(flags, backendFlags...)
 	flags = append(flags, superviseFlags()...)
@@ -79,10 +79,10 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	newBackend, ok := backends[c.String("backend")]
-	if !ok {
-		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
+	if err := knownBackend(c); err != nil {
+		return err
 	}
+	newBackend := backends[c.String("backend")]
 	line := newWaitLine(runID)
 	events := newRunEvents(log, runID) // waiting, acquired, released, exit (events.go)
 	be, err := newBackend(c, log, strings.Join(argv, " "), events.onWait(line.Update))

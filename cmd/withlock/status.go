@@ -39,16 +39,23 @@ Examples:
    withlock status
    withlock status nightly-backup
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
 			&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
 			&cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"},
-		},
+			backendFlag(),
+		}, etcdFlags()...),
 		Action: statusAction,
 	}
 }
 
 func statusAction(c *cli.Context) error {
+	if err := knownBackend(c); err != nil {
+		return err
+	}
+	if c.String("backend") == "etcd" {
+		return etcdStatus(c)
+	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
