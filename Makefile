@@ -1,6 +1,6 @@
 # withlock: build, test and bench entry points. CI runs `make test` (see .ci/run).
 #
-#   make build       bin/withlock (static release build)
+#   make build       bin/withlock and bin/withlock-etcd (static release builds)
 #   make man         bin/withlock.1
 #   make test        gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
 #   make bench       interleaved comparison with flock, tini, timeout -> table + reports/bench.json
@@ -30,6 +30,7 @@ tags := $(if $(strip $(TEST_TAGS)),-tags '$(strip $(TEST_TAGS))')
 RELEASE_TAGS := urfave_cli_no_docs
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS)' -o bin/withlock ./cmd/withlock
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS),etcd' -o bin/withlock-etcd ./cmd/withlock
 
 # withlock(1), generated from the cli definitions (needs the docs support).
 man:
@@ -74,7 +75,7 @@ bench:
 			echo "tini not installed: its column will say n/a"; \
 		fi; \
 	fi
-	$(GO) run ./integration/bench -json reports/bench.json $(BENCH_FLAGS)
+	$(GO) run -tags etcd ./integration/bench -json reports/bench.json $(BENCH_FLAGS)
 
 stress:
 	WITHLOCK_STRESS=1 $(GO) test $(tags) ./integration/ -run Scorecard -count=1 -timeout 60m $(STRESS_FLAGS)
