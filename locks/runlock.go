@@ -423,7 +423,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			// inotify wakes us on every change that matters; this poll
 			// only covers what it cannot see (a writer rewriting the file
 			// in place, a network filesystem).
-			timeout = min(left, jitter(3*time.Second))
+			timeout = min(left, jitter(5*time.Second))
 		}
 		if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
 			timeout = min(timeout, until)

@@ -35,7 +35,11 @@ type waker struct {
 	pidEnded chan struct{} // closed when that process ends
 }
 
-const dirEvents = unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+// dirEvents are the changes that can free the lock: its file removed or
+// renamed away, the directory itself gone. A file renamed onto the lock
+// path (IN_MOVED_TO) is its holder renewing — it frees nothing, and the
+// waiter rechecks at the expiry it last read anyway.
+const dirEvents = unix.IN_DELETE | unix.IN_MOVED_FROM |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
 func newWaker(ctx context.Context, dir, name string) *waker {
