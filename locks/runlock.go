@@ -373,9 +373,9 @@ func truncate(s string, n int) string {
 // ctx ending aborts the wait with context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	start := r.now()
-	// The waker (inotify, pidfd, a pipe) is made only once there is
-	// something to wait for; the attempt after it is made sees every
-	// change from then on.
+	// The waker (inotify on the directory, a pidfd for a local holder) is
+	// made only once there is something to wait for; the attempt right
+	// after it is made sees every change from then on.
 	var w *waker
 	defer func() {
 		if w != nil {
