@@ -114,7 +114,7 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
-		Env:         append(os.Environ(), lock.Env()...),
+		Env:         childEnv(os.Environ(), lock.Env()),
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
 		Signals:     sigs,
