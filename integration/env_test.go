@@ -29,3 +29,24 @@ func TestNestedRunGetsItsOwnLockEnv(t *testing.T) {
 		t.Fatalf("inner child's environment has %q and %d WITHLOCK_LOCK_ID; want WITHLOCK_RUN_ID=inner once, one lock id", runIDs, len(lockIDs))
 	}
 }
+
+// Three scopes nested: each child sees its own allocation's name, so the
+// innermost delegates from the middle one, not from the outermost.
+func TestNestedScopeGetsItsOwnName(t *testing.T) {
+	reg := t.TempDir() + "/scope.lock"
+	base := t.TempDir()
+	stdout, stderr, code := runWithlock(t, "scope", "--scope-file", reg, "--name", "outer", "--allow", base+":write:recursive", "--",
+		withlockBin, "scope", "--scope-file", reg, "--name", "middle", "--allow", base+"/a:write:recursive", "--", "env")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var names []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "WITHLOCK_SCOPE_NAME=") {
+			names = append(names, line)
+		}
+	}
+	if len(names) != 1 || names[0] != "WITHLOCK_SCOPE_NAME=middle" {
+		t.Fatalf("middle's child sees %q, want WITHLOCK_SCOPE_NAME=middle once", names)
+	}
+}

@@ -129,7 +129,7 @@ func superviseUnderScope(c *cli.Context, log zerolog.Logger, sigs *supervisor.Si
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
-		Env:         append(os.Environ(), hold.Env()...),
+		Env:         childEnv(os.Environ(), hold.Env()),
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
 		Signals:     sigs,
