@@ -101,10 +101,8 @@ func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
 	}
 	var moved []string
 	for _, p := range []string{f.Path, f.backupPath()} {
-		if p == f.backupPath() {
-			if bak, err := f.readBackup(); err != nil || decodesCleanly(bak) {
-				continue
-			}
+		if p == f.backupPath() && !badBackup(f.readBackup()) {
+			continue
 		}
 		to, err := moveAside(p, f.now().Unix())
 		if err != nil {
@@ -115,9 +113,15 @@ func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
 	return moved, nil
 }
 
-func decodesCleanly(data []byte) bool {
-	_, err := DecodeScopeRegistry(data)
-	return err == nil
+// badBackup reports whether a backup exists that load cannot use: one
+// that does not parse, or cannot be read at all (a symlink, a directory,
+// too big). Left beside the fresh registry it would fail every start again.
+func badBackup(data []byte, err error) bool {
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	_, err = DecodeScopeRegistry(data)
+	return err != nil
 }
 
 // moveAside renames path to path.corrupt.<ts>, adding .1, .2, … rather than

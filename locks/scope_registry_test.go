@@ -445,3 +445,36 @@ func openCount(ino uint64) int {
 	}
 	return n
 }
+
+// TestScopeResetMovesUnreadableBackupAside: a backup that cannot be read
+// (here a symlink, which is never followed) is no good backup either. Left
+// in place it would make every later start — on the fresh, empty registry
+// — fail as corrupt again, so reset moves it aside with the registry.
+func TestScopeResetMovesUnreadableBackupAside(t *testing.T) {
+	f, _ := newScopeFile(t)
+	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
+	mustRegister(t, f, self(t).request("a", "/a:write"))
+	if err := os.WriteFile(f.Path, []byte("{torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "good.json")
+	if err := os.WriteFile(good, emptyScopeRegistry, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(f.Path + ".bak")
+	if err := os.Symlink(good, f.Path+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.Register(ctx, self(t).request("b", "/b:write")); !errors.Is(err, ErrRegistryCorrupt) {
+		t.Fatalf("register = %v, want ErrRegistryCorrupt", err)
+	}
+	moved, err := f.Reset(ctx)
+	if err != nil || len(moved) != 2 {
+		t.Fatalf("reset = %v, %v; want the registry and the backup moved", moved, err)
+	}
+	mustRegister(t, f, self(t).request("fresh", "/fresh:write"))
+	if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"fresh"}) {
+		t.Fatalf("after reset: %v", got)
+	}
+}
