@@ -185,7 +185,7 @@ func (f *ScopeFile) readBackup() ([]byte, error) {
 // file in the same directory, fsynced, renamed over the old backup.
 func (f *ScopeFile) writeBackup(data []byte) error {
 	tmp := f.backupPath() + ".tmp." + randomScopeName()
-	if err := (OSFS{}).WriteNew(tmp, data, 0o600); err != nil {
+	if err := writeSynced(tmp, data); err != nil {
 		return unusable(fmt.Errorf("back up scope registry: %w", err))
 	}
 	if err := os.Rename(tmp, f.backupPath()); err != nil {
@@ -193,6 +193,28 @@ func (f *ScopeFile) writeBackup(data []byte) error {
 		return unusable(fmt.Errorf("back up scope registry: %w", err))
 	}
 	return nil
+}
+
+// writeSynced creates path with data and fsyncs it: the backup must be on
+// the device before the registry is truncated, or a power cut could leave
+// a torn registry beside an empty backup.
+func writeSynced(path string, data []byte) (err error) {
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if _, err := file.Write(data); err != nil {
+		return err
+	}
+	return file.Sync()
 }
 
 // replaceContent rewrites the locked registry in place. When that fails
