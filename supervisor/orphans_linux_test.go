@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -115,4 +116,28 @@ func TestDieWithParent(t *testing.T) {
 	if r.Status != 143 {
 		t.Errorf("status %d, want 143 (the command died of the forwarded TERM)", r.Status)
 	}
+}
+
+// TestChildDiesWhenSupervisorIsKilled: withlock itself is SIGKILLed (no
+// teardown can run); the direct child gets its parent-death KILL and does
+// not run on without the lock.
+func TestChildDiesWhenSupervisorIsKilled(t *testing.T) {
+	h := startHelper(t, helperOpts{argv: []string{"sleep", "300"}, env: []string{"HELPER_GRACE=10s"}})
+	h.waitReady(t)
+	var child int
+	waitFor(t, defaultWait, "the supervised sleep", func() bool {
+		for pid := range withToken(h.token) {
+			if pid != h.cmd.Process.Pid {
+				child = pid
+				return true
+			}
+		}
+		return false
+	})
+	h.signal(t, syscall.SIGKILL)
+	_ = h.cmd.Wait()
+	waitFor(t, defaultWait, fmt.Sprintf("the child %d to die with its supervisor", child), func() bool {
+		state, found := withToken(h.token)[child]
+		return !found || state == "Z" // a zombie is dead, just not yet reaped by its new parent
+	})
 }
