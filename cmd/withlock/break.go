@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -87,7 +88,7 @@ func breakAction(c *cli.Context) error {
 	b, err := locker.Break(runID, c.Bool("force"))
 	var live *locks.LiveHolderError
 	if errors.As(err, &live) && c.Bool("signal") {
-		b, err = signalThenBreak(locker, live, c.Duration("grace"), say)
+		b, err = signalThenBreak(locker, live, c.Duration("grace"))
 	}
 	switch {
 	case errors.Is(err, errReleased):
@@ -120,16 +121,28 @@ func breakHint(live *locks.LiveHolderError) string {
 // errReleased: after --signal's TERM the holder released the lock itself.
 var errReleased = errors.New("released by its holder")
 
+// errPidReused: the holder's pid now names a process that started at
+// another time; the holder itself is gone.
+var errPidReused = errors.New("pid reused")
+
+// holderGone reports whether signalling the holder failed because it has
+// ended since Break found it alive: its pid is gone, or names another
+// process now. Its lock is then released or stale, not a reason to fail.
+func holderGone(err error) bool {
+	return errors.Is(err, syscall.ESRCH) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, errPidReused)
+}
+
 // signalThenBreak sends TERM to a live local holder, waits up to grace for
 // it to release, and breaks that holder's lock if it is still there. A
 // holder that released is reported, and the lock (if a new holder took it
-// meanwhile) is left alone.
-func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration, say func(string, ...any)) (*locks.Broken, error) {
+// meanwhile) is left alone. A holder that ended before the signal is not
+// signalled (its pid may be another process's): its lock is judged as is.
+func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
 	h := live.Holder
 	if live.Liveness != locks.HolderAlive {
 		return nil, live // nothing we can signal from here
 	}
-	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
+	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil && !holderGone(err) {
 		return nil, fmt.Errorf("signal pid %d: %w", h.Pid, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -47,7 +47,7 @@ func checkStart(pid int, start uint64) error {
 		return err
 	}
 	if got != start {
-		return fmt.Errorf("pid %d was reused (started at %d, the holder at %d)", pid, got, start)
+		return fmt.Errorf("%w: pid %d started at %d, the holder at %d", errPidReused, pid, got, start)
 	}
 	return nil
 }
