@@ -144,6 +144,13 @@ func TestAwaitReleaseWakesOnHolderExit(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The helper waits forever: never leave it behind on a failure.
+	t.Cleanup(func() {
+		if holder.ProcessState == nil {
+			holder.Process.Kill()
+			holder.Wait()
+		}
+	})
 	buf := make([]byte, 64)
 	n, _ := stdout.Read(buf) // the holder prints its lock_id once it holds the lock
 	lockID := strings.TrimSpace(string(buf[:n]))
