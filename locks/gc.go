@@ -17,9 +17,9 @@ const MinTempAge = time.Minute
 
 // CollectGarbage removes the leftovers in the locker's directory — locks
 // moved aside (*.stale.*) and temp files (*.tmp.*) — older than olderThan,
-// and returns them (with dryRun, what it would remove). It never touches a
-// .lock, .guard or .fence file: those are live state or the fencing
-// counter. Removals that fail are joined into the error; the others are
+// and returns those it removed (with dryRun, what it would remove). It
+// never touches a .lock, .guard or .fence file: those are live state or
+// the fencing counter. Removals that fail are joined into the error; the others are
 // still done. A missing directory holds nothing.
 func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Leftover, error) {
 	rep, err := r.Inspect()
@@ -34,7 +34,11 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 			continue
 		}
 		if !dryRun {
-			if err := r.fsys().Remove(l.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err := r.fsys().Remove(l.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed by someone else (another gc): not ours to report
+			}
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -81,3 +81,25 @@ func TestCollectGarbageMissingDir(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
+
+// goneFS removes a file just before the locker does: another gc got there
+// first.
+type goneFS struct{ OSFS }
+
+func (f goneFS) Remove(p string) error {
+	os.Remove(p)
+	return f.OSFS.Remove(p)
+}
+
+// TestCollectGarbageReportsOnlyWhatItRemoved: a leftover that vanished
+// before gc's own removal is neither reported as removed nor an error.
+func TestCollectGarbageReportsOnlyWhatItRemoved(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	writeLockFile(t, r.LockPath("job")+".stale.1000000000", []byte("x"), time.Time{})
+	r.FS = goneFS{}
+	got, err := r.CollectGarbage(DefaultGCAge, false)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("removed %+v, %v; want nothing reported", got, err)
+	}
+}
