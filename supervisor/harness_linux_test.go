@@ -72,6 +72,23 @@ func (h *helper) waitReady(t *testing.T) {
 	})
 }
 
+// childPid waits for the helper's only child (a command that forks nothing)
+// and returns its pid.
+func (h *helper) childPid(t *testing.T) int {
+	t.Helper()
+	var child int
+	waitFor(t, defaultWait, "the supervised command", func() bool {
+		for pid := range withToken(h.token) {
+			if pid != h.cmd.Process.Pid {
+				child = pid
+				return true
+			}
+		}
+		return false
+	})
+	return child
+}
+
 func (h *helper) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	if err := h.cmd.Process.Signal(sig); err != nil {

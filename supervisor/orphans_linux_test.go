@@ -124,16 +124,7 @@ func TestDieWithParent(t *testing.T) {
 func TestChildDiesWhenSupervisorIsKilled(t *testing.T) {
 	h := startHelper(t, helperOpts{argv: []string{"sleep", "300"}, env: []string{"HELPER_GRACE=10s"}})
 	h.waitReady(t)
-	var child int
-	waitFor(t, defaultWait, "the supervised sleep", func() bool {
-		for pid := range withToken(h.token) {
-			if pid != h.cmd.Process.Pid {
-				child = pid
-				return true
-			}
-		}
-		return false
-	})
+	child := h.childPid(t)
 	h.signal(t, syscall.SIGKILL)
 	_ = h.cmd.Wait()
 	waitFor(t, defaultWait, fmt.Sprintf("the child %d to die with its supervisor", child), func() bool {

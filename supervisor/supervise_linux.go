@@ -139,6 +139,7 @@ func (s *supervision) onSignal(sig os.Signal) {
 	ev.Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
 	s.signalGroup(sig.(syscall.Signal))
 	if startsTeardown(sig) {
+		s.signalGroup(syscall.SIGCONT) // see teardown
 		s.startGrace()
 	}
 }
@@ -163,6 +164,10 @@ func (s *supervision) teardown(cause Reason) {
 	}
 	s.cause = cause
 	s.signalGroup(syscall.SIGTERM)
+	// CONT after TERM, as systemd does: a stopped process (Ctrl-Z, a
+	// background read of the terminal) holds the TERM pending and would
+	// sit out the whole grace until KILL.
+	s.signalGroup(syscall.SIGCONT)
 	s.startGrace()
 }
 
@@ -195,6 +200,7 @@ func (s *supervision) startDraining() {
 		return
 	}
 	s.signalTree(left, syscall.SIGTERM)
+	s.signalTree(left, syscall.SIGCONT) // see teardown
 	s.startGrace()
 }
 

@@ -115,3 +115,21 @@ func TestSecondTermKillsAtOnce(t *testing.T) {
 		t.Errorf("Run took %d ms: the second signal did not cut the 60s grace", r.ElapsedMS)
 	}
 }
+
+// TestStoppedChildDiesOfTerm: a stopped child (Ctrl-Z) holds a TERM pending;
+// teardown follows it with CONT, so the child dies of the TERM (143) rather
+// than sitting out the grace until KILL (137).
+func TestStoppedChildDiesOfTerm(t *testing.T) {
+	h := startHelper(t, helperOpts{argv: []string{"sleep", "300"}, env: []string{"HELPER_GRACE=10s"}})
+	h.waitReady(t)
+	child := h.childPid(t)
+	if err := syscall.Kill(child, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, defaultWait, "the child to stop", func() bool { return procState(child) == "T" })
+	h.signal(t, syscall.SIGTERM)
+	r := h.wait(t)
+	if r.Status != 143 || r.Reason != "signaled" {
+		t.Errorf("status %d (%s), want 143 (signaled): the stopped child never saw the TERM", r.Status, r.Reason)
+	}
+}
