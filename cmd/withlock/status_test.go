@@ -144,3 +144,25 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTableOneRowPerLock: a command with newlines and tabs (an
+// `sh -c` script) stays in its row and column.
+func TestStatusTableOneRowPerLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	r, err := locks.NewRunLocker(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Command = "sh -c sleep 5\n\techo done"
+	l, h, err := r.TryAcquire("job")
+	if err != nil || l == nil {
+		t.Fatalf("acquire: %v %+v", err, h)
+	}
+	defer l.Release()
+	var out bytes.Buffer
+	writeStatusTable(&out, gatherStatus(r, nil, filepath.Join(dir, "scope.lock")))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], "  sh -c sleep 5  echo done") {
+		t.Errorf("want a header and one row ending with the command:\n%s", out.String())
+	}
+}

@@ -99,11 +99,11 @@ func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
 	}
 }
 
-// drawLocked rewrites the line in place: carriage return, the text cut to
-// the terminal's width (a wrapped line could not be redrawn), clear to the
-// end of the line.
+// drawLocked rewrites the line in place: carriage return, the text on one
+// line and cut to the terminal's width (a broken or wrapped line could not
+// be redrawn), clear to the end of the line.
 func (w *waitLine) drawLocked() {
-	text := w.text(w.now())
+	text := oneLine(w.text(w.now()))
 	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
 		text = cutRunes(text, cols-1)
 	}

@@ -146,3 +146,21 @@ func TestWaitLineTornHolder(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestWaitLineStaysOneLine: a holder's `sh -c` script spans lines; drawn
+// as is, every redraw (a carriage return) would leave a line behind.
+func TestWaitLineStaysOneLine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	tty, out, closePty := capturePty(t)
+	defer closePty()
+	w := newWaitLineOn(tty, "job")
+	h := testHolder()
+	h.Command = "sh -c sleep 5\n\techo done\x1b[2J"
+	w.Update(h, 0)
+	w.Done()
+	out.waitFor(t, "the cleared line", func(s string) bool { return strings.HasSuffix(s, "\r\x1b[K") })
+	line := strings.TrimSuffix(strings.Split(out.String(), "\r")[1], "\x1b[K")
+	if !strings.HasSuffix(line, ": sh -c sleep 5  echo done [2J") {
+		t.Errorf("line %q, want the command on it with its control characters as spaces", line)
+	}
+}
