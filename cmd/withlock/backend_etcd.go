@@ -35,6 +35,15 @@ func newEtcdBackend(c *cli.Context, log zerolog.Logger, command string, onWait f
 	if err != nil {
 		return nil, err
 	}
+	opts, err := parseSuperviseOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	if opts.killOnLost {
+		// The child must be gone before the lease can run out on the
+		// server: the lock presumes a silent lease lost a grace earlier.
+		l.Grace = opts.grace
+	}
 	l.Command = command
 	l.OnWait = onWait
 	return etcdBackend{l}, nil

@@ -55,6 +55,43 @@ func TestServerGoneKills76(t *testing.T) {
 	waitFor(t, 5*time.Second, "the child to be gone", func() bool { return gone(child) })
 }
 
+// TestPartitionStopsChildBeforeExpiry: when the holder is cut off from the
+// cluster (a partition: the member runs on and expires the lease on its own
+// clock) the child — here one that ignores TERM, so it lives out the whole
+// grace — is gone before the lease expires, that is before another host
+// can get the lock; withlock exits 76.
+func TestPartitionStopsChildBeforeExpiry(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	member := s.DirectClient(t)
+	pidFile := filepath.Join(t.TempDir(), "child")
+	holder := start(t, wl(t, s, "--ttl", "6s", "--grace", "2s", "job", "--", "sh", "-c",
+		`trap "" TERM; echo $$ > "$0"; while :; do sleep 0.1; done`, pidFile))
+	child := readPid(t, pidFile)
+	lease := ownerLease(t, member, "job")
+
+	partitioned := time.Now()
+	s.Partition()
+	var childGone, leaseGone time.Duration
+	waitFor(t, 20*time.Second, "the child to be gone and the lease to expire", func() bool {
+		if childGone == 0 && gone(child) {
+			childGone = time.Since(partitioned)
+		}
+		if leaseGone == 0 {
+			if resp, err := member.TimeToLive(etcdtest.Ctx(t), lease); err == nil && resp.TTL == -1 {
+				leaseGone = time.Since(partitioned)
+			}
+		}
+		return childGone != 0 && leaseGone != 0
+	})
+	t.Logf("after the partition: child gone at %s, lease expired at %s", childGone, leaseGone)
+	if childGone >= leaseGone {
+		t.Errorf("the child was still running when the lease expired (gone at %s, lease expired at %s)", childGone, leaseGone)
+	}
+	if r := holder.wait(t, 10*time.Second); r.code != 76 {
+		t.Errorf("exit %d (stderr %q); want 76", r.code, r.stderr)
+	}
+}
+
 // TestUnreachableExits73: a cluster that cannot be reached ends the run
 // with 73 after the dial timeout, naming the endpoint and the error; the
 // command never runs.

@@ -35,6 +35,7 @@ func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) 
 		lock, err := l.attempt(ctx, runID, start, wait)
 		switch {
 		case err == nil:
+			l.warnIfGraceTooLong(lock)
 			return lock, nil
 		case ctx.Err() != nil:
 			return nil, context.Cause(ctx)
@@ -53,6 +54,28 @@ func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) 
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
+}
+
+// warnIfGraceTooLong says when the grace does not fit in the lease: a
+// command that ignores TERM may then run on after the server could have
+// given the lock to another host.
+func (l *Locker) warnIfGraceTooLong(lock *Lock) {
+	after, fits := lostAfter(lock.TTL, l.Grace)
+	if fits {
+		return
+	}
+	l.Log.Warn().Str("run_id", lock.RunID).
+		Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a TTL of %s or more leaves room)",
+			l.Grace, lock.TTL, after+l.Grace-lock.TTL, roomyTTL(l.Grace))
+}
+
+// roomyTTL is the smallest whole-second TTL in which grace fits.
+func roomyTTL(grace time.Duration) time.Duration {
+	ttl := time.Second
+	for _, fits := lostAfter(ttl, grace); !fits; _, fits = lostAfter(ttl, grace) {
+		ttl += time.Second
+	}
+	return ttl
 }
 
 // sleep waits for d (at most left when left > 0); false when ctx ended.
@@ -82,7 +105,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		cl.Close()
 		return nil, err
 	}
-	lw, err := watchLease(cl, s, ttl, granted)
+	lw, err := watchLease(cl, s, ttl, granted, l.Grace)
 	if err != nil {
 		s.Orphan()
 		revokeBounded(cl, s.Lease())

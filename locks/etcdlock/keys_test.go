@@ -47,6 +47,34 @@ func TestSafetyMargin(t *testing.T) {
 	}
 }
 
+// TestLostAfter: a silent lease is presumed lost the grace before its TTL
+// less the margin, but never sooner than a healthy lease's keepalive gap
+// (TTL/3 on a 500 ms tick, plus a round trip); fits says whether the whole
+// grace was taken off.
+func TestLostAfter(t *testing.T) {
+	cases := []struct {
+		ttl, grace, want time.Duration
+		fits             bool
+	}{
+		{30 * time.Second, 0, 28 * time.Second, true},
+		{30 * time.Second, 10 * time.Second, 18 * time.Second, true},
+		{6 * time.Second, 2 * time.Second, 3 * time.Second, true},
+		{30 * time.Second, 20 * time.Second, 10*time.Second + 700*time.Millisecond, false},
+		{10 * time.Second, 10 * time.Second, 10*time.Second/3 + 700*time.Millisecond, false},
+		{time.Second, time.Second, time.Second, false},
+		{time.Second, 0, time.Second, true},
+	}
+	for _, c := range cases {
+		got, fits := lostAfter(c.ttl, c.grace)
+		if got != c.want || fits != c.fits {
+			t.Errorf("lostAfter(%s, %s) = %s, %v; want %s, %v", c.ttl, c.grace, got, fits, c.want, c.fits)
+		}
+		if gap := c.ttl/3 + 500*time.Millisecond; got <= gap && c.ttl > time.Second {
+			t.Errorf("lostAfter(%s, %s) = %s: a healthy lease answers up to %s apart", c.ttl, c.grace, got, gap)
+		}
+	}
+}
+
 func TestSplitEndpoint(t *testing.T) {
 	cases := []struct {
 		ep, network, addr  string

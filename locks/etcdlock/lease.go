@@ -54,8 +54,9 @@ type leaseWatch struct {
 }
 
 // watchLease starts following the lease of s; renewed is when the server
-// last answered for it.
-func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time) (*leaseWatch, error) {
+// last answered for it, grace how long the holder needs to stop its
+// command once the loss is reported (see lostAfter).
+func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time, grace time.Duration) (*leaseWatch, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	answers, err := cl.KeepAlive(ctx, s.Lease())
 	if err != nil {
@@ -63,15 +64,17 @@ func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, 
 		return nil, err
 	}
 	w := &leaseWatch{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx, s.Done(), answers, ttl, renewed)
+	go w.run(ctx, s.Done(), answers, ttl, renewed, grace)
 	return w, nil
 }
 
 var errLeaseEnded = errors.New("lease ended: expired, revoked, or no keepalive answer within its TTL")
 
-func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answers <-chan *clientv3.LeaseKeepAliveResponse, ttl time.Duration, renewed time.Time) {
+func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answers <-chan *clientv3.LeaseKeepAliveResponse,
+	ttl time.Duration, renewed time.Time, grace time.Duration) {
 	defer close(w.done)
-	timer := time.NewTimer(time.Until(renewed.Add(ttl - safetyMargin(ttl))))
+	after, _ := lostAfter(ttl, grace)
+	timer := time.NewTimer(time.Until(renewed.Add(after)))
 	defer timer.Stop()
 	for {
 		select {
@@ -86,7 +89,8 @@ func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answe
 				return
 			}
 			renewed, ttl = time.Now(), time.Duration(a.TTL)*time.Second
-			timer.Reset(ttl - safetyMargin(ttl))
+			after, _ = lostAfter(ttl, grace)
+			timer.Reset(after)
 		case <-timer.C:
 			w.fail(fmt.Errorf("no keepalive answer from etcd since %s (lease TTL %s): presuming the lease expired",
 				renewed.Format(time.TimeOnly), ttl))
@@ -116,4 +120,20 @@ func (w *leaseWatch) stop() {
 func safetyMargin(ttl time.Duration) time.Duration {
 	m := min(ttl/6, 2*time.Second, 2*ttl/3-700*time.Millisecond)
 	return max(m, 0)
+}
+
+// lostAfter is how long after the last keepalive answer the lease is
+// presumed gone: its TTL, less the safety margin, less grace — the time the
+// holder takes to stop its command once told (TERM → grace → KILL) — so
+// that the command is gone before the server can hand the lock to another
+// host. It never drops below the longest gap between a healthy lease's
+// answers (TTL/3 on a 500 ms tick, plus a round trip), where a healthy
+// lease would trip it; fits is false when grace had to be cut short there.
+func lostAfter(ttl, grace time.Duration) (after time.Duration, fits bool) {
+	full := ttl - safetyMargin(ttl)
+	floor := min(full, ttl/3+700*time.Millisecond)
+	if want := full - max(grace, 0); want >= floor {
+		return want, true
+	}
+	return floor, false
 }

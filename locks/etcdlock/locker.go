@@ -45,6 +45,13 @@ type Locker struct {
 	TLS                *tls.Config // nil: plain connections unless an endpoint says https
 	Username, Password string
 
+	// Grace is how long the holder takes to stop its command once a loss
+	// is reported (TERM → grace → KILL). A lease whose keepalive answers
+	// stop is presumed lost this much earlier, so that the command is gone
+	// before the server can give the lock to another host. 0 when a loss
+	// only needs reporting.
+	Grace time.Duration
+
 	Command string // the child's command line, recorded for status
 	Log     zerolog.Logger
 	// OnWait, if set, is called while the lock is held by someone else,

@@ -65,6 +65,35 @@ func TestServerStoppedIsLostWithinTTL(t *testing.T) {
 	checkNoLockGoroutines(t)
 }
 
+// TestSilentLeaseLostAGraceBeforeExpiry: when keepalive answers stop (a
+// partition: the member runs on and expires the lease on its own clock) the
+// loss is reported at least the grace before the lease expires on the
+// member, so a holder that then takes the grace to stop its command is done
+// before another host can get the lock.
+func TestSilentLeaseLostAGraceBeforeExpiry(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	member := s.DirectClient(t)
+	l := newLocker(s)
+	l.TTL = 6 * time.Second
+	l.Grace = 2 * time.Second
+	lock := mustAcquire(t, l, "job", 0)
+	lost, stop := lock.Heartbeat()
+	defer stop()
+
+	s.Partition()
+	lostWithin(t, lost, lock.TTL)
+	lostAt := time.Now()
+	waitFor(t, 2*lock.TTL, "the lease to expire on the member", func() bool {
+		resp, err := member.TimeToLive(etcdtest.Ctx(t), lock.Lease)
+		return err == nil && resp.TTL == -1
+	})
+	room := time.Since(lostAt)
+	t.Logf("loss reported %s before the lease expired on the member (TTL %s, grace %s)", room, lock.TTL, l.Grace)
+	if room < l.Grace {
+		t.Errorf("loss reported only %s before the lease expired; want at least the %s grace", room, l.Grace)
+	}
+}
+
 // TestBreakRevokesTheOwner: Break names the holder, revokes its lease (the
 // holder learns at once), lets the next waiter in, and reports ErrNotHeld
 // when there is nothing to break.

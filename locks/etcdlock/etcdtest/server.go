@@ -148,20 +148,40 @@ func (s *Server) Launch() error {
 // are reset and new ones refused at once; then the member is shut down. A
 // stopped server stays stopped.
 func (s *Server) Stop() {
-	if s.proxy != nil {
-		s.proxy.kill()
-		s.proxy = nil
-	}
+	s.Partition()
 	if s.e != nil {
 		s.e.Close()
 		s.e = nil
 	}
 }
 
+// Partition cuts the clients of Endpoint off as a network partition
+// would — open connections reset, new ones refused — while the member runs
+// on: its leases expire on its own clock, which DirectClient can watch.
+func (s *Server) Partition() {
+	if s.proxy != nil {
+		s.proxy.kill()
+		s.proxy = nil
+	}
+}
+
 // Client is a client of the server, closed at the end of the test.
 func (s *Server) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	return s.client(t, s.Endpoint)
+}
+
+// DirectClient is a client of the member itself, on the other side of
+// Partition; closed at the end of the test.
+func (s *Server) DirectClient(t testing.TB) *clientv3.Client {
+	t.Helper()
+	u := s.cfg.ListenClientUrls[0]
+	return s.client(t, u.Scheme+"://"+u.Host)
+}
+
+func (s *Server) client(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	if s.Certs != nil {
 		tlsCfg, err := s.Certs.ClientConfig()
 		if err != nil {
@@ -171,7 +191,7 @@ func (s *Server) Client(t testing.TB) *clientv3.Client {
 	}
 	cl, err := clientv3.New(cfg)
 	if err != nil {
-		t.Fatalf("etcd client for %s: %v", s.Endpoint, err)
+		t.Fatalf("etcd client for %s: %v", endpoint, err)
 	}
 	t.Cleanup(func() { cl.Close() })
 	return cl
