@@ -74,29 +74,34 @@ func (r *ScopeRegistry) remove(gone []bool) []ScopeAllocation {
 	for i := range r.Allocations {
 		parents[i] = nearestKept(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
 	}
+	// Compact in place: position k ≤ i, so nothing unread is overwritten.
 	var removed []ScopeAllocation
-	kept := r.Allocations[:0:0]
-	for i, a := range r.Allocations {
+	k := 0
+	for i := range r.Allocations {
 		if gone[i] {
-			removed = append(removed, a)
+			removed = append(removed, r.Allocations[i])
 			continue
 		}
-		a.DelegatedFrom = parents[i]
-		kept = append(kept, a)
+		r.Allocations[k] = r.Allocations[i]
+		r.Allocations[k].DelegatedFrom = parents[i]
+		k++
 	}
-	r.Allocations = kept
-	r.breakCycles()
-	r.RecomputeDenies()
+	clear(r.Allocations[k:])
+	r.Allocations = r.Allocations[:k]
+	index = r.nameIndex(nil)
+	r.breakCycles(index)
+	r.recomputeDenies(index)
 	return removed
 }
 
 // nameIndex maps names to positions, preferring kept allocations when a
-// foreign writer left two with one name.
+// foreign writer left two with one name; gone may be nil (none gone).
 func (r *ScopeRegistry) nameIndex(gone []bool) map[string]int {
 	index := make(map[string]int, len(r.Allocations))
+	isGone := func(i int) bool { return gone != nil && gone[i] }
 	for i := range r.Allocations {
 		name := r.Allocations[i].Name
-		if j, seen := index[name]; !seen || (gone[j] && !gone[i]) {
+		if j, seen := index[name]; !seen || (isGone(j) && !isGone(i)) {
 			index[name] = i
 		}
 	}
@@ -121,8 +126,7 @@ func nearestKept(allocs []ScopeAllocation, index map[string]int, gone []bool, pa
 
 // breakCycles makes an allocation a root when following delegated_from from
 // it comes back to it; only a foreign writer can create such a loop.
-func (r *ScopeRegistry) breakCycles() {
-	index := r.nameIndex(make([]bool, len(r.Allocations)))
+func (r *ScopeRegistry) breakCycles(index map[string]int) {
 	for i := range r.Allocations {
 		var seen map[int]bool
 		for j, ok := index[r.Allocations[i].DelegatedFrom]; ok; j, ok = index[r.Allocations[j].DelegatedFrom] {
@@ -144,8 +148,9 @@ func (r *ScopeRegistry) breakCycles() {
 // RecomputeDenies sets every scope_deny to the union of its direct
 // children's scope_allow (seed 004: 分譲 adds to the spawner's deny;
 // 返却 takes it away).
-func (r *ScopeRegistry) RecomputeDenies() {
-	index := r.nameIndex(make([]bool, len(r.Allocations)))
+func (r *ScopeRegistry) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
+
+func (r *ScopeRegistry) recomputeDenies(index map[string]int) {
 	deny := make([][]string, len(r.Allocations))
 	for _, child := range r.Allocations {
 		if p, ok := index[child.DelegatedFrom]; ok && child.DelegatedFrom != "" {
