@@ -69,7 +69,7 @@ func (s *jsonScanner) skip() (json.RawMessage, error) {
 	case c == '[':
 		err = s.array(func() error { _, err := s.skip(); return err })
 	case c == '"':
-		_, err = s.stringToken()
+		_, _, err = s.stringToken()
 	case c == '-' || ('0' <= c && c <= '9'):
 		_, err = s.number()
 	default:
@@ -234,11 +234,11 @@ func (s *jsonScanner) strBytes() ([]byte, error) {
 	if s.peek() != '"' {
 		return nil, s.errorf("want a string")
 	}
-	token, err := s.stringToken()
+	token, ascii, err := s.stringToken()
 	if err != nil {
 		return nil, err
 	}
-	if inner := token[1 : len(token)-1]; !hasByte(inner, '\\') && utf8.Valid(inner) {
+	if inner := token[1 : len(token)-1]; ascii || (!hasByte(inner, '\\') && utf8.Valid(inner)) {
 		return inner, nil
 	}
 	var out string
@@ -258,27 +258,32 @@ func hasByte(b []byte, c byte) bool {
 }
 
 // stringToken validates a string token (the scanner at its opening quote)
-// and returns it with its quotes.
-func (s *jsonScanner) stringToken() ([]byte, error) {
+// and returns it with its quotes, and whether it is plain ASCII without
+// escapes (its content is then its value as it stands).
+func (s *jsonScanner) stringToken() (token []byte, ascii bool, err error) {
 	start := s.pos
 	s.pos++
+	ascii = true
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
 		switch {
 		case c == '"':
 			s.pos++
-			return s.data[start:s.pos], nil
+			return s.data[start:s.pos], ascii, nil
 		case c < 0x20:
-			return nil, s.errorf("control character in string")
+			return nil, false, s.errorf("control character in string")
 		case c == '\\':
 			if err := s.escape(); err != nil {
-				return nil, err
+				return nil, false, err
 			}
+			ascii = false
 			continue
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 		s.pos++
 	}
-	return nil, s.errorf("unterminated string")
+	return nil, false, s.errorf("unterminated string")
 }
 
 func (s *jsonScanner) escape() error {
