@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 )
@@ -143,12 +144,23 @@ func (h *Holder) Describe(now time.Time) string {
 		fmt.Fprintf(&b, " on %s", h.Host)
 	}
 	if h.Command != "" {
-		fmt.Fprintf(&b, " (%s)", h.Command)
+		fmt.Fprintf(&b, " (%s)", oneLine(h.Command))
 	}
 	if h.CreatedAt > 0 {
 		fmt.Fprintf(&b, " for %s", age(now, h.Created()))
 	}
 	return b.String()
+}
+
+// oneLine keeps a command on one line: a conflict is reported in exactly
+// one line, and a holder's `sh -c` script may hold newlines.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func age(now, t time.Time) string {

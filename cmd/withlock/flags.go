@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -97,7 +98,11 @@ func parseWait(s string) (time.Duration, error) {
 
 // newLogger builds the stderr logger from the logging flags. The console
 // form is one plain line per event, prefixed "withlock:".
-func newLogger(c *cli.Context) (zerolog.Logger, error) {
+func newLogger(c *cli.Context) (zerolog.Logger, error) { return newLoggerTo(c, os.Stderr) }
+
+// newLoggerTo is newLogger writing to out (stderr, or a writer that shares
+// stderr with the waiting line).
+func newLoggerTo(c *cli.Context, out io.Writer) (zerolog.Logger, error) {
 	levelName := c.String("log-level")
 	if c.String("log-format") == "json" && !c.IsSet("log-level") {
 		levelName = "info" // a machine reading JSON wants the events, not just problems
@@ -108,10 +113,10 @@ func newLogger(c *cli.Context) (zerolog.Logger, error) {
 	}
 	switch c.String("log-format") {
 	case "json":
-		return zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger(), nil
+		return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
 	case "console":
 		w := zerolog.ConsoleWriter{
-			Out:         os.Stderr,
+			Out:         out,
 			NoColor:     !term.IsTerminal(int(os.Stderr.Fd())),
 			PartsOrder:  []string{zerolog.LevelFieldName, zerolog.MessageFieldName},
 			FormatLevel: func(any) string { return "withlock:" },

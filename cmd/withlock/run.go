@@ -62,7 +62,11 @@ func splitRunArgs(args []string) (string, []string, error) {
 }
 
 func runAction(c *cli.Context) error {
-	log, err := newLogger(c)
+	line := newWaitLine(c.Args().First())
+	if c.Bool("quiet") {
+		line.tty = false // -q: nothing on stderr unless something is wrong
+	}
+	log, err := newLoggerTo(c, line.Writer())
 	if err != nil {
 		return err
 	}
@@ -83,7 +87,6 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	newBackend := backends[c.String("backend")]
-	line := newWaitLine(runID)
 	events := newRunEvents(log, runID) // waiting, acquired, released, exit (events.go)
 	be, err := newBackend(c, log, strings.Join(argv, " "), events.onWait(line.Update))
 	if err != nil {
@@ -121,7 +124,9 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 		Lost:        lost,
 		OnLost:      lostPolicy(opts.killOnLost),
 		KeepOrphans: opts.keepOrphans,
-		Log:         log,
+		// The supervisor's events (lost, signal_forwarded, timeout,
+		// teardown_killed) carry the run id and our pid like ours do.
+		Log: log.With().Str("run_id", runID).Int("pid", os.Getpid()).Logger(),
 	})
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())

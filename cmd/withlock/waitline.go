@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -145,4 +146,21 @@ func cutRunes(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// Writer wraps the waiting line's output for everything else that writes
+// there (the logger): a line written while the waiting line is drawn first
+// clears it, so the two never share a row; the next tick draws it again.
+func (w *waitLine) Writer() io.Writer { return lineClearingWriter{w} }
+
+type lineClearingWriter struct{ w *waitLine }
+
+func (c lineClearingWriter) Write(p []byte) (int, error) {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	if c.w.drawn {
+		fmt.Fprint(c.w.out, "\r\x1b[K")
+		c.w.drawn = false
+	}
+	return c.w.out.Write(p)
 }

@@ -164,3 +164,20 @@ func TestWaitLineStaysOneLine(t *testing.T) {
 		t.Errorf("line %q, want the command on it with its control characters as spaces", line)
 	}
 }
+
+// A log line written while the waiting line is drawn clears it first.
+func TestWaitLineWriterClearsTheLine(t *testing.T) {
+	out, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWaitLineOn(out, "job")
+	w.drawn = true
+	if _, err := w.Writer().Write([]byte("withlock: event\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out.Name())
+	if string(got) != "\r\x1b[Kwithlock: event\n" || w.drawn {
+		t.Fatalf("wrote %q (drawn %v); want the line cleared before the log line", got, w.drawn)
+	}
+}
