@@ -34,8 +34,9 @@ type Lock struct {
 	lease *leaseWatch
 	log   zerolog.Logger
 
-	lostMu  sync.Mutex
-	lostErr error // what Heartbeat reported, if it did
+	lostMu        sync.Mutex
+	lostErr       error  // what Heartbeat reported, if it did
+	stopHeartbeat func() // Heartbeat's stop, if it runs
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -59,7 +60,8 @@ func (k *Lock) Env() []string {
 // lease alive by itself, so this only reports loss. lost receives one error
 // (matching locks.ErrLost) when the owner key is deleted (lease revoked,
 // lock broken: seen at once through a watch) or the lease must be presumed
-// expired (see leaseWatch). stop waits for the watchers to end.
+// expired (see leaseWatch). stop waits for the watchers to end; Release
+// stops them too.
 func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 	ch := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -88,7 +90,11 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 		k.lostMu.Unlock()
 		ch <- err
 	}()
-	return ch, func() { cancel(); wg.Wait() }
+	stop = func() { cancel(); wg.Wait() }
+	k.lostMu.Lock()
+	k.stopHeartbeat = stop
+	k.lostMu.Unlock()
+	return ch, stop
 }
 
 // watchKey returns an error when the owner key is gone or no longer ours,
@@ -150,6 +156,13 @@ func (k *Lock) Release() error {
 }
 
 func (k *Lock) release() error {
+	k.lostMu.Lock()
+	stopHeartbeat := k.stopHeartbeat
+	k.lostMu.Unlock()
+	if stopHeartbeat != nil {
+		// Its key watch would retry its reads on the closed client forever.
+		stopHeartbeat()
+	}
 	k.lease.stop()
 	k.s.Orphan()
 	defer k.cl.Close()

@@ -94,6 +94,23 @@ func TestSilentLeaseLostAGraceBeforeExpiry(t *testing.T) {
 	}
 }
 
+// TestReleaseStopsHeartbeat: a release whose heartbeat was not stopped
+// first ends it, rather than leaving its watchers on a closed client.
+func TestReleaseStopsHeartbeat(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	lock := mustAcquire(t, newLocker(s), "job", 0)
+	lost, _ := lock.Heartbeat()
+	if err := lock.Release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	checkNoLockGoroutines(t)
+	select {
+	case err := <-lost:
+		t.Errorf("a released lock reported loss: %v", err)
+	default:
+	}
+}
+
 // TestBreakRevokesTheOwner: Break names the holder, revokes its lease (the
 // holder learns at once), lets the next waiter in, and reports ErrNotHeld
 // when there is nothing to break.
