@@ -92,28 +92,34 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done)
+	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done,
+		func(err error) error { return acquireFailure(c, log, opts, runID, err) })
 	events.exit(err)
 	return err
 }
 
-// superviseUnderLock is the life of `withlock run` once flags are parsed:
-// wait for the lock (a signal aborts the wait), run the child with a
-// heartbeat, release, and pass the status through.
+// superviseUnderLock is the life of `withlock run` and `withlock scope`
+// once flags are parsed: wait for the lock (a signal aborts the wait), run
+// the child with a heartbeat, release, and pass the status through. id
+// names the lock in logs (run id or scope name); failure maps a failed
+// acquisition to its exit status.
 func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be backend, runID string, argv []string, afterWait func()) error {
+	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) error {
 	if opts.dieWithParent {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
 	}
-	lock, err := acquireInterruptible(sigs, be, runID, opts.wait)
+	lock, err := acquireInterruptible(sigs, be, id, opts.wait)
 	afterWait()
 	if err != nil {
-		return acquireFailure(c, log, opts, runID, err)
+		return failure(err)
+	}
+	if named, ok := lock.(interface{ Name() string }); ok {
+		id = named.Name() // a scope's name is known once it is registered
 	}
 	lost, stopHeartbeat := lock.Heartbeat()
-	defer releaseBounded(log, runID, lock, stopHeartbeat)
+	defer releaseBounded(log, id, lock, stopHeartbeat)
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
@@ -126,7 +132,7 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 		KeepOrphans: opts.keepOrphans,
 		// The supervisor's events (lost, signal_forwarded, timeout,
 		// teardown_killed) carry the run id and our pid like ours do.
-		Log: log.With().Str("run_id", runID).Int("pid", os.Getpid()).Logger(),
+		Log: log.With().Str("run_id", id).Int("pid", os.Getpid()).Logger(),
 	})
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())

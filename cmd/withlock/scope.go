@@ -86,7 +86,8 @@ func scopeAction(c *cli.Context) error {
 		return exitWith(exitCantCreate, err)
 	}
 	be := scopeBackend{file: &locks.ScopeFile{Path: path, Log: log}, req: req}
-	return superviseUnderScope(c, log, sigs, opts, be, argv)
+	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
+		func(err error) error { return scopeFailure(c, log, opts, err) })
 }
 
 // scopeRequest reads --name, --allow, --delegate-from and --socket; the
@@ -109,37 +110,6 @@ func scopeRequest(c *cli.Context) (locks.ScopeRequest, error) {
 		DelegateFrom: c.String("delegate-from"),
 		Socket:       c.String("socket"),
 	}, nil
-}
-
-// superviseUnderScope is `withlock scope` once flags are parsed: register
-// (a signal aborts the wait), run the child, release, pass the status on.
-func superviseUnderScope(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be scopeBackend, argv []string) error {
-	if opts.dieWithParent {
-		if err := supervisor.DieWithParent(); err != nil {
-			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
-		}
-	}
-	hold, err := acquireInterruptible(sigs, be, "", opts.wait)
-	if err != nil {
-		return scopeFailure(c, log, opts, err)
-	}
-	_, stop := hold.Heartbeat()
-	defer releaseBounded(log, hold.(*scopeHold).alloc.Name, hold, stop)
-
-	res, err := supervisor.Run(context.Background(), supervisor.Config{
-		Argv:        argv,
-		Env:         childEnv(os.Environ(), hold.Env()),
-		Grace:       opts.grace,
-		Timeout:     opts.timeout,
-		Signals:     sigs,
-		KeepOrphans: opts.keepOrphans,
-		Log:         log,
-	})
-	if err != nil {
-		log.Error().Str("event", "spawn_failed").Msg(err.Error())
-	}
-	return silentExit(res.Status)
 }
 
 // scopeFailure maps a refused or failed registration to its exit status.
@@ -209,6 +179,9 @@ func (h *scopeHold) Env() []string {
 }
 
 func (h *scopeHold) Heartbeat() (<-chan error, func()) { return nil, func() {} }
+
+// Name is the allocation's name, for logs.
+func (h *scopeHold) Name() string { return h.alloc.Name }
 
 func (h *scopeHold) Release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
