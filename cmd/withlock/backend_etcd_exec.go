@@ -49,7 +49,9 @@ func execEtcdBinary() error {
 	}
 	restoreInheritedSignals()
 	argv := append([]string{path}, os.Args[1:]...)
-	err = syscall.Exec(path, argv, append(os.Environ(), execMarkerEnv+"="+path))
+	// childEnv drops an inherited marker: getenv reads the first of two,
+	// and an empty one would let a mis-built withlock-etcd exec itself.
+	err = syscall.Exec(path, argv, childEnv(os.Environ(), []string{execMarkerEnv + "=" + path}))
 	return exitWith(exitCantCreate, fmt.Errorf("--backend etcd: exec %s: %w", path, err))
 }
 

@@ -109,10 +109,12 @@ func TestTrampolineRefusesToLoop(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(bin), "withlock-etcd"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "job", "--", "true")
-	cmd.Env = cleanEnv()
-	r := run(t, cmd)
-	if r.code != 73 || !strings.Contains(r.stderr, "built without the etcd backend") {
-		t.Errorf("exit %d, stderr %q; want 73 saying withlock-etcd lacks the etcd backend", r.code, r.stderr)
+	// An empty marker in the caller's environment must not hide ours.
+	for _, env := range [][]string{cleanEnv(), append(cleanEnv(), "WITHLOCK_ETCD_EXEC=")} {
+		cmd := exec.Command(bin, "run", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "job", "--", "true")
+		cmd.Env = env
+		if r := run(t, cmd); r.code != 73 || !strings.Contains(r.stderr, "built without the etcd backend") {
+			t.Errorf("env %q: exit %d, stderr %q; want 73 saying withlock-etcd lacks the etcd backend", env, r.code, r.stderr)
+		}
 	}
 }
