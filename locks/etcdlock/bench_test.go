@@ -13,7 +13,7 @@ import (
 // TryLock) and its release (revoke), in process, against an embedded etcd.
 func BenchmarkAcquireRelease(b *testing.B) {
 	s := etcdtest.Start(b, etcdtest.Options{})
-	l := newLockerB(s)
+	l := newLocker(s)
 	for b.Loop() {
 		lock, err := l.Acquire(context.Background(), "bench", 0)
 		if err != nil {

@@ -16,8 +16,6 @@ import (
 )
 
 // newLocker is a Locker of the test server with a short TTL.
-func newLockerB(s *etcdtest.Server) *etcdlock.Locker { return newLocker(s) }
-
 func newLocker(s *etcdtest.Server) *etcdlock.Locker {
 	return &etcdlock.Locker{
 		Endpoints:   []string{s.Endpoint},

@@ -178,7 +178,9 @@ func TestWaitReportsHolder(t *testing.T) {
 		default:
 		}
 	}
-	l.Acquire(context.Background(), "job", 1500*time.Millisecond)
+	if _, err := l.Acquire(context.Background(), "job", 1500*time.Millisecond); !errors.Is(err, locks.ErrHeld) {
+		t.Fatalf("acquire of a held lock: %v; want ErrHeld after the wait", err)
+	}
 	select {
 	case pid := <-reports:
 		if pid == 0 {
