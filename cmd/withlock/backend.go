@@ -37,6 +37,11 @@ var backends = map[string]func(c *cli.Context, log zerolog.Logger, command strin
 	"file": newFileBackend,
 }
 
+// execBackends are the backends that hand the whole command over to
+// another binary (etcd in the default build): run execs them before it
+// subscribes to any signal, so none can be caught here and lost in the exec.
+var execBackends = map[string]bool{}
+
 // backendFlags are the flags other backends add to `withlock run`.
 var backendFlags []cli.Flag
 

@@ -24,6 +24,7 @@ import (
 
 func init() {
 	backends["etcd"] = execEtcdBackend
+	execBackends["etcd"] = true
 }
 
 func execEtcdBackend(*cli.Context, zerolog.Logger, string, func(*locks.Holder, time.Duration)) (backend, error) {

@@ -70,6 +70,13 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := knownBackend(c); err != nil {
+		return err
+	}
+	if execBackends[c.String("backend")] {
+		_, err := backends[c.String("backend")](c, log, "", nil)
+		return err // only on failure: on success the process is another binary
+	}
 	// Subscribe to signals first: one that arrives while we wait for the
 	// lock or while the child is being spawned is queued, not lost.
 	sigs := supervisor.Notify()
@@ -81,9 +88,6 @@ func runAction(c *cli.Context) error {
 	}
 	opts, err := parseSuperviseOptions(c)
 	if err != nil {
-		return err
-	}
-	if err := knownBackend(c); err != nil {
 		return err
 	}
 	newBackend := backends[c.String("backend")]
