@@ -131,10 +131,12 @@ func TestRaceTwoReclaimersNegativeControl(t *testing.T) {
 	}
 }
 
-// raceRenewAgainstReclaim: the holder's lock has expired (it was stopped);
-// it starts a renewal and pauses after verifying ownership; a reclaimer
-// tries meanwhile. Returns the holder's renewal error and the two locks.
-func raceRenewAgainstReclaim(t *testing.T, serialised bool) (error, *Lock, *Lock) {
+// raceHolderAgainstReclaim: the holder's lock has expired (it was
+// stopped); it starts op (a renewal or a release) and pauses at point,
+// after verifying it still owns the lock; a reclaimer tries meanwhile, and
+// once it is known to be in flight the holder resumes. Returns op's error,
+// the holder's lock and the reclaimer's (nil if it did not win).
+func raceHolderAgainstReclaim(t *testing.T, serialised bool, point string, op func(*Lock) error) (error, *Lock, *Lock) {
 	dir := t.TempDir()
 	h := newTestLocker(t, dir, time.Minute)
 	held := mustAcquire(t, h, "job")
@@ -143,11 +145,11 @@ func raceRenewAgainstReclaim(t *testing.T, serialised bool) (error, *Lock, *Lock
 	h.unserialised, rec.unserialised = !serialised, !serialised
 	watch := &guardWatch{asked: make(chan struct{})}
 	rec.FS = watch
-	ph := pauseAt(h, "renew:verified")
+	ph := pauseAt(h, point)
 
-	renewErr := make(chan error, 1)
-	go func() { renewErr <- held.Renew() }()
-	waitClosed(t, ph.reached, "the holder to verify before renewing")
+	opErr := make(chan error, 1)
+	go func() { opErr <- op(held) }()
+	waitClosed(t, ph.reached, "the holder to reach "+point)
 	var won *Lock
 	done := make(chan struct{})
 	go func() {
@@ -160,14 +162,18 @@ func raceRenewAgainstReclaim(t *testing.T, serialised bool) (error, *Lock, *Lock
 	}()
 	if serialised {
 		waitClosed(t, watch.asked, "the reclaimer to ask for the guard")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // let it block on the flock (not required for correctness)
 	} else {
-		<-done
+		<-done // without the guard the reclaimer runs to completion meanwhile
 	}
 	close(ph.resume)
-	err := <-renewErr
+	err := <-opErr
 	<-done
 	return err, held, won
+}
+
+func raceRenewAgainstReclaim(t *testing.T, serialised bool) (error, *Lock, *Lock) {
+	return raceHolderAgainstReclaim(t, serialised, "renew:verified", (*Lock).Renew)
 }
 
 func TestRaceRenewBeatsReclaim(t *testing.T) {
@@ -199,37 +205,7 @@ func TestRaceRenewAgainstReclaimNegativeControl(t *testing.T) {
 // raceReleaseAgainstNewHolder: the old holder (expired) verifies and pauses
 // before removing; a reclaimer tries meanwhile.
 func raceReleaseAgainstNewHolder(t *testing.T, serialised bool) (*Lock, *Lock) {
-	dir := t.TempDir()
-	h := newTestLocker(t, dir, time.Minute)
-	old := mustAcquire(t, h, "job")
-	expire(t, old)
-	rec := newTestLocker(t, dir, time.Minute)
-	h.unserialised, rec.unserialised = !serialised, !serialised
-	watch := &guardWatch{asked: make(chan struct{})}
-	rec.FS = watch
-	ph := pauseAt(h, "release:verified")
-	relErr := make(chan error, 1)
-	go func() { relErr <- old.Release() }()
-	waitClosed(t, ph.reached, "the old holder to verify before removing")
-	var won *Lock
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l, _, err := rec.TryAcquire("job")
-		if err != nil {
-			t.Error(err)
-		}
-		won = l
-	}()
-	if serialised {
-		waitClosed(t, watch.asked, "the reclaimer to ask for the guard")
-		time.Sleep(20 * time.Millisecond)
-	} else {
-		<-done
-	}
-	close(ph.resume)
-	<-relErr
-	<-done
+	_, old, won := raceHolderAgainstReclaim(t, serialised, "release:verified", (*Lock).Release)
 	return old, won
 }
 
