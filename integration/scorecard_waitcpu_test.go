@@ -11,34 +11,12 @@ package integration
 // (an idle Go program "uses" 3 ms a second that way).
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-)
 
-// schedCPU sums the run time of every thread of pid; false once it is gone.
-func schedCPU(pid int) (time.Duration, bool) {
-	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
-	if err != nil || len(tasks) == 0 {
-		return 0, false
-	}
-	var sum time.Duration
-	for _, path := range tasks {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // a thread that just ended
-		}
-		ns, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		sum += time.Duration(ns)
-	}
-	return sum, true
-}
+	"github.com/withlock/withlock/internal/schedstat"
+)
 
 func TestScorecardWaitingCPU(t *testing.T) {
 	wait := time.Duration(scaled(3, 10)) * time.Second
@@ -63,14 +41,14 @@ func TestScorecardWaitingCPU(t *testing.T) {
 	t.Cleanup(func() { stopProc(waiter) })
 	pid := waiter.cmd.Process.Pid
 	time.Sleep(500 * time.Millisecond) // the measurement starts after start-up; nothing waits on it
-	first, ok := schedCPU(pid)
+	first, ok := schedstat.CPU(pid)
 	if !ok {
 		o, _ := waiter.wait(time.Second)
 		t.Fatalf("waiter ended before waiting: exit %d\nstderr: %s", o.code, o.stderr)
 	}
 	start := time.Now()
 	time.Sleep(wait)
-	last, ok := schedCPU(pid)
+	last, ok := schedstat.CPU(pid)
 	measured := time.Since(start)
 	if !ok {
 		o, _ := waiter.wait(time.Second)

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/withlock/withlock/internal/schedstat"
 )
 
 // waiting: CPU burnt while waiting for a lock that stays held.
@@ -68,7 +68,7 @@ func (b *bench) cpuOf(want int, argv ...string) func(int) (float64, error) {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if cpu, ok := schedCPU(cmd.Process.Pid); ok {
+			if cpu, ok := schedstat.CPU(cmd.Process.Pid); ok {
 				last = cpu
 			}
 			select {
@@ -81,29 +81,4 @@ func (b *bench) cpuOf(want int, argv ...string) func(int) (float64, error) {
 			}
 		}
 	}
-}
-
-// schedCPU sums the run time of every thread of pid; false once it is gone.
-func schedCPU(pid int) (time.Duration, bool) {
-	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
-	if err != nil || len(tasks) == 0 {
-		return 0, false
-	}
-	var sum time.Duration
-	for _, path := range tasks {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(data))
-		if len(fields) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		sum += time.Duration(ns)
-	}
-	return sum, true
 }
