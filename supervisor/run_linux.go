@@ -49,9 +49,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer runtime.UnlockOSThread()
 
 	// Subscribe to SIGCHLD before the fork, so no exit goes unnoticed.
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	defer signal.Stop(chld)
+	chld := cfg.Signals.chld
+	if chld == nil {
+		chld = make(chan os.Signal, 1)
+		signal.Notify(chld, syscall.SIGCHLD)
+		defer signal.Stop(chld)
+	}
 
 	if brokenNoSubreaper {
 		cfg.KeepOrphans = true

@@ -24,6 +24,10 @@ type Signals struct {
 	// ignore, while withlock itself keeps honouring it (neither forwarded nor
 	// aborting the lock wait).
 	inherited chan os.Signal
+	// chld is SIGCHLD, taken with the others so that Run need not subscribe
+	// (and unsubscribe) on its own: each change of Go's signal mask is a
+	// round trip to the runtime's signal thread, 50–400 µs here.
+	chld chan os.Signal
 }
 
 // signalBuffer is how many signals may queue before Run reads them; the
@@ -35,7 +39,9 @@ func Notify() *Signals {
 	s := &Signals{
 		c:         make(chan os.Signal, signalBuffer),
 		inherited: make(chan os.Signal, 1),
+		chld:      make(chan os.Signal, 1),
 	}
+	signal.Notify(s.chld, syscall.SIGCHLD)
 	var wanted, ignored []os.Signal
 	for _, sig := range Forwarded {
 		if signal.Ignored(sig) {
@@ -55,10 +61,29 @@ func Notify() *Signals {
 // waiting for the lock, and Run reads it while the child runs.
 func (s *Signals) C() <-chan os.Signal { return s.c }
 
-// Stop ends the subscription.
+// NotifyInBackground subscribes like Notify on another goroutine and
+// returns a function that waits for the subscription. withlock starts it
+// first thing, so the subscription (a dozen round trips to Go's signal
+// thread) overlaps parsing the command line instead of adding to it; it is
+// awaited before the lock wait begins.
+func NotifyInBackground() func() *Signals {
+	done := make(chan *Signals, 1)
+	go func() { done <- Notify() }()
+	var s *Signals
+	return func() *Signals {
+		if s == nil {
+			s = <-done
+		}
+		return s
+	}
+}
+
+// Stop ends the subscription. A process about to exit need not call it:
+// every unsubscription is another round trip to Go's signal thread.
 func (s *Signals) Stop() {
 	signal.Stop(s.c)
 	signal.Stop(s.inherited)
+	signal.Stop(s.chld)
 }
 
 // AbortsWait reports whether sig, received while waiting for the lock, ends

@@ -79,8 +79,7 @@ func runAction(c *cli.Context) error {
 	}
 	// Subscribe to signals first: one that arrives while we wait for the
 	// lock or while the child is being spawned is queued, not lost.
-	sigs := supervisor.Notify()
-	defer sigs.Stop()
+	sigs := subscribeSignals()
 
 	runID, argv, err := splitRunArgs(c.Args().Slice())
 	if err != nil {

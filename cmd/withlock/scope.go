@@ -66,8 +66,7 @@ func scopeAction(c *cli.Context) error {
 		return err
 	}
 	// Subscribe first: a signal during registration or spawn is queued.
-	sigs := supervisor.Notify()
-	defer sigs.Stop()
+	sigs := subscribeSignals()
 
 	argv := c.Args().Slice()
 	if len(argv) == 0 {
