@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -255,23 +256,44 @@ func TestWaitingDoesNotSpin(t *testing.T) {
 // The waiter wakes when the lock file goes away and when a local holder
 // dies without releasing (its lock then reclaimed as dead), well before any
 // TTL: the hold below has a one-hour TTL.
+// waiting makes r report, once, that it is about to wait for a held lock
+// (OnWait runs just before each wait), so a test can act on a waiter that
+// is really waiting instead of sleeping and hoping.
+func waiting(r *RunLocker) <-chan struct{} {
+	ch := make(chan struct{})
+	var once sync.Once
+	r.OnWait = func(*Holder, time.Duration) { once.Do(func() { close(ch) }) }
+	return ch
+}
+
+// eventWake bounds how long a woken waiter may take: well under the ~5 s
+// safety poll (at least 3.75 s with its jitter), so passing proves the wake
+// came from the event (inotify, pidfd), not from polling.
+const eventWake = 3 * time.Second
+
 func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	dir := t.TempDir()
 	holder := newTestLocker(t, dir, time.Hour)
 	l := mustAcquire(t, holder, "job")
 	w := newTestLocker(t, dir, time.Hour)
 	got := make(chan error, 1)
-	go func() {
+	acquire := func() {
 		l2, err := w.Acquire(context.Background(), "job", time.Minute)
 		if err == nil {
 			l2.Release()
 		}
 		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let it start waiting; correctness does not depend on it
+	}
+	isWaiting := waiting(w)
+	go acquire()
+	waitClosed(t, isWaiting, "the waiter to wait")
+	released := time.Now()
 	l.Release()
 	if err := <-got; err != nil {
 		t.Fatal(err)
+	}
+	if d := time.Since(released); d > eventWake {
+		t.Fatalf("the waiter took %v after the release: woken by its poll, not by inotify", d)
 	}
 
 	// A holder process on this host that dies: a payload naming a child we
@@ -284,14 +306,10 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	self, _ := SelfIdentity()
 	writeLockFile(t, w.LockPath("job"), Payload{RunID: "job", LockID: "child", Pid: cmd.Process.Pid, PidStart: start,
 		ExpiresAt: epochSeconds(time.Now().Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{})
-	go func() {
-		l2, err := w.Acquire(context.Background(), "job", time.Minute)
-		if err == nil {
-			l2.Release()
-		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
+	isWaiting = waiting(w)
+	go acquire()
+	waitClosed(t, isWaiting, "the waiter to wait for the child's lock")
+	killed := time.Now()
 	cmd.Process.Kill()
 	cmd.Wait()
 	select {
@@ -302,6 +320,9 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("waiter never took the dead holder's lock")
 	}
+	if d := time.Since(killed); d > eventWake {
+		t.Fatalf("the waiter took %v after the holder died: woken by its poll, not by the pidfd", d)
+	}
 }
 
 func TestDeletedDirRecreatedWhileWaiting(t *testing.T) {
@@ -311,6 +332,7 @@ func TestDeletedDirRecreatedWhileWaiting(t *testing.T) {
 	w := newTestLocker(t, dir, time.Hour)
 	got := make(chan error, 1)
 	var mode fs.FileMode
+	isWaiting := waiting(w)
 	go func() {
 		l, err := w.Acquire(context.Background(), "job", time.Minute)
 		if err == nil {
@@ -321,7 +343,7 @@ func TestDeletedDirRecreatedWhileWaiting(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitClosed(t, isWaiting, "the waiter to wait")
 	// The waiter may be creating its guard file while the tree goes: retry
 	// until one RemoveAll sees it through (as a teardown's rm -rf would).
 	deadline := time.Now().Add(10 * time.Second)
@@ -350,8 +372,9 @@ func TestContextAbortsWait(t *testing.T) {
 	cause := errors.New("interrupted")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	got := make(chan error, 1)
+	isWaiting := waiting(w)
 	go func() { _, err := w.Acquire(ctx, "job", -1); got <- err }()
-	time.Sleep(20 * time.Millisecond)
+	waitClosed(t, isWaiting, "the waiter to wait")
 	cancel(cause)
 	select {
 	case err := <-got:
