@@ -61,14 +61,14 @@ func DecodeScopeRegistry(data []byte) (*ScopeRegistry, error) {
 	if len(data) > maxScopeRegistry {
 		return nil, fmt.Errorf("over %d bytes", maxScopeRegistry)
 	}
-	s := &jsonScanner{data: data}
+	s := &jsonScanner{data: string(data)}
 	reg := &ScopeRegistry{}
 	err := s.document(func() error {
-		return s.object(func(key []byte) error {
-			if string(key) == "allocations" {
+		return s.object(func(key string) error {
+			if key == "allocations" {
 				return decodeAllocations(s, &reg.Allocations)
 			}
-			return keepField(s, &reg.extra, string(key))
+			return keepField(s, &reg.extra, key)
 		})
 	})
 	if err != nil {
@@ -86,9 +86,15 @@ func keepField(s *jsonScanner, extra *map[string]json.RawMessage, key string) er
 	if *extra == nil {
 		*extra = make(map[string]json.RawMessage)
 	}
-	(*extra)[key] = bytes.Clone(raw)
+	(*extra)[key] = json.RawMessage(raw)
 	return nil
 }
+
+// minEncodedAllocation is about the fewest bytes withlock encodes an
+// allocation in; the rest of the document divided by it sizes the slice
+// once. A compact foreign registry only makes the guess low, and a high
+// guess costs less memory than the document itself.
+const minEncodedAllocation = 192
 
 func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
 	*out = nil
@@ -100,6 +106,9 @@ func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
 		if err != nil {
 			return fmt.Errorf("allocation %d: %w", len(*out), err)
 		}
+		if *out == nil {
+			*out = make([]ScopeAllocation, 0, 1+(len(s.data)-s.pos)/minEncodedAllocation)
+		}
 		*out = append(*out, a)
 		return nil
 	})
@@ -108,9 +117,9 @@ func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
 func decodeAllocation(s *jsonScanner) (ScopeAllocation, error) {
 	var a ScopeAllocation
 	hasPID := false
-	err := s.object(func(key []byte) error {
+	err := s.object(func(key string) error {
 		var err error
-		switch string(key) {
+		switch key {
 		case "name":
 			err = decodeString(s, &a.Name)
 		case "pid":
@@ -129,7 +138,7 @@ func decodeAllocation(s *jsonScanner) (ScopeAllocation, error) {
 		case "created_at":
 			err = decodeFloat(s, &a.CreatedAt)
 		default:
-			return keepField(s, &a.extra, string(key))
+			return keepField(s, &a.extra, key)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
@@ -163,7 +172,7 @@ func decodeInt(s *jsonScanner, dst *int) error {
 	if err != nil {
 		return err
 	}
-	n, err := strconv.Atoi(string(text))
+	n, err := strconv.Atoi(text)
 	if err != nil {
 		return fmt.Errorf("%s is not an integer", text)
 	}
@@ -180,7 +189,7 @@ func decodeUint(s *jsonScanner, dst *uint64) error {
 	if err != nil {
 		return err
 	}
-	n, err := strconv.ParseUint(string(text), 10, 64)
+	n, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
 		return fmt.Errorf("%s is not a non-negative integer", text)
 	}
@@ -197,7 +206,7 @@ func decodeFloat(s *jsonScanner, dst *float64) error {
 	if err != nil {
 		return err
 	}
-	f, err := strconv.ParseFloat(string(text), 64)
+	f, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		return fmt.Errorf("%s is not a number", text)
 	}
@@ -305,7 +314,8 @@ func appendJSONStrings(b *bytes.Buffer, list []string) {
 }
 
 // appendJSONString quotes s as JSON. Invalid UTF-8 goes through
-// encoding/json, which replaces it, as the registry is UTF-8 text.
+// encoding/json, which replaces it, as the registry is UTF-8 text. Runs of
+// bytes that need no escape (all of most names and paths) go in one copy.
 func appendJSONString(b *bytes.Buffer, s string) {
 	if !utf8.ValidString(s) {
 		data, _ := json.Marshal(s)
@@ -314,19 +324,35 @@ func appendJSONString(b *bytes.Buffer, s string) {
 	}
 	const hex = "0123456789abcdef"
 	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+	for {
+		i := 0
+		for i < len(s) && !jsonEscaped[s[i]] {
+			i++
+		}
+		b.WriteString(s[:i])
+		if i == len(s) {
+			break
+		}
+		switch c := s[i]; {
 		case c == '"' || c == '\\':
 			b.WriteByte('\\')
 			b.WriteByte(c)
-		case c < 0x20:
+		default:
 			b.WriteString(`\u00`)
 			b.WriteByte(hex[c>>4])
 			b.WriteByte(hex[c&0xf])
-		default:
-			b.WriteByte(c)
 		}
+		s = s[i+1:]
 	}
 	b.WriteByte('"')
 }
+
+// jsonEscaped marks the bytes appendJSONString escapes: the quote, the
+// backslash and control characters.
+var jsonEscaped = func() (escaped [256]bool) {
+	for c := range 0x20 {
+		escaped[c] = true
+	}
+	escaped['"'], escaped['\\'] = true, true
+	return escaped
+}()

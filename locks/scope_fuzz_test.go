@@ -112,7 +112,7 @@ func FuzzScopeJSONScanner(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := &jsonScanner{data: data}
+		s := &jsonScanner{data: string(data)}
 		err := s.document(func() error { _, err := s.skip(); return err })
 		if valid := json.Valid(data); valid != (err == nil) {
 			t.Fatalf("json.Valid(%q) = %v, scanner error %v", data, valid, err)
@@ -125,7 +125,7 @@ func FuzzScopeJSONScanner(f *testing.F) {
 			return // valid, but a number overflows float64 (1E700): nothing to compare
 		}
 		if str, ok := want.(string); ok {
-			s := &jsonScanner{data: data}
+			s := &jsonScanner{data: string(data)}
 			got, err := s.str()
 			if err != nil || got != str {
 				t.Fatalf("string %q: scanner %q %v, encoding/json %q", data, got, err, str)

@@ -3,6 +3,7 @@ package locks
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -12,8 +13,12 @@ import (
 // thousand allocations encoding/json's map-of-RawMessage decoding alone
 // took longer than the whole operation may. Values the registry does not
 // know are validated and kept as raw bytes.
+//
+// It reads a string, converted from the file's bytes once, so that the
+// values it returns (names, paths, number texts) are slices of it rather
+// than thousands of small copies.
 type jsonScanner struct {
-	data  []byte
+	data  string
 	pos   int
 	depth int
 }
@@ -25,15 +30,21 @@ func (s *jsonScanner) errorf(format string, args ...any) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", s.pos, fmt.Sprintf(format, args...))
 }
 
+// jsonSpace marks JSON's white space.
+var jsonSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
+// space skips white space. The registry is indented, so a fifth of its
+// bytes are skipped here, most of them runs of spaces: those go four at a
+// time.
 func (s *jsonScanner) space() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
+	i := s.pos
+	for i < len(s.data) && jsonSpace[s.data[i]] {
+		i++
+		for i+4 <= len(s.data) && s.data[i:i+4] == "    " {
+			i += 4
 		}
 	}
+	s.pos = i
 }
 
 // peek skips white space and returns the next byte, 0 at the end.
@@ -56,16 +67,16 @@ func (s *jsonScanner) document(read func() error) error {
 	return nil
 }
 
-// skip validates any one value and returns its bytes.
-func (s *jsonScanner) skip() (json.RawMessage, error) {
+// skip validates any one value and returns its text.
+func (s *jsonScanner) skip() (string, error) {
 	if s.peek() == 0 {
-		return nil, s.errorf("unexpected end")
+		return "", s.errorf("unexpected end")
 	}
 	start := s.pos
 	var err error
 	switch c := s.data[s.pos]; {
 	case c == '{':
-		err = s.object(func([]byte) error { _, err := s.skip(); return err })
+		err = s.object(func(string) error { _, err := s.skip(); return err })
 	case c == '[':
 		err = s.array(func() error { _, err := s.skip(); return err })
 	case c == '"':
@@ -85,9 +96,8 @@ func (s *jsonScanner) nest() error {
 	return nil
 }
 
-// object reads {...}, calling field with the scanner at each value. The key
-// is only valid during the call (it may alias the input).
-func (s *jsonScanner) object(field func(key []byte) error) error {
+// object reads {...}, calling field with the scanner at each value.
+func (s *jsonScanner) object(field func(key string) error) error {
 	if s.peek() != '{' {
 		return s.errorf("want an object")
 	}
@@ -104,7 +114,7 @@ func (s *jsonScanner) object(field func(key []byte) error) error {
 		if s.peek() != '"' {
 			return s.errorf("want a string key")
 		}
-		key, err := s.strBytes()
+		key, err := s.str()
 		if err != nil {
 			return err
 		}
@@ -159,7 +169,7 @@ func (s *jsonScanner) array(elem func() error) error {
 
 // null consumes a null if one comes next.
 func (s *jsonScanner) null() bool {
-	if s.peek() == 'n' && len(s.data)-s.pos >= 4 && string(s.data[s.pos:s.pos+4]) == "null" {
+	if s.peek() == 'n' && strings.HasPrefix(s.data[s.pos:], "null") {
 		s.pos += 4
 		return true
 	}
@@ -168,7 +178,7 @@ func (s *jsonScanner) null() bool {
 
 func (s *jsonScanner) literal() error {
 	for _, lit := range []string{"true", "false", "null"} {
-		if len(s.data)-s.pos >= len(lit) && string(s.data[s.pos:s.pos+len(lit)]) == lit {
+		if strings.HasPrefix(s.data[s.pos:], lit) {
 			s.pos += len(lit)
 			return nil
 		}
@@ -177,27 +187,27 @@ func (s *jsonScanner) literal() error {
 }
 
 // number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? and returns
-// its text (aliasing the input).
-func (s *jsonScanner) number() ([]byte, error) {
+// its text.
+func (s *jsonScanner) number() (string, error) {
 	if s.peek() == 0 {
-		return nil, s.errorf("unexpected end")
+		return "", s.errorf("unexpected end")
 	}
 	start := s.pos
 	s.accept('-')
 	switch {
 	case s.accept('0'):
 	case s.digits() == 0:
-		return nil, s.errorf("want a number")
+		return "", s.errorf("want a number")
 	}
 	if s.accept('.') && s.digits() == 0 {
-		return nil, s.errorf("want digits after '.'")
+		return "", s.errorf("want digits after '.'")
 	}
 	if s.accept('e') || s.accept('E') {
 		if !s.accept('+') {
 			s.accept('-')
 		}
 		if s.digits() == 0 {
-			return nil, s.errorf("want digits in exponent")
+			return "", s.errorf("want digits in exponent")
 		}
 	}
 	return s.data[start:s.pos], nil
@@ -212,78 +222,80 @@ func (s *jsonScanner) accept(c byte) bool {
 }
 
 func (s *jsonScanner) digits() int {
-	n := 0
-	for s.pos < len(s.data) && '0' <= s.data[s.pos] && s.data[s.pos] <= '9' {
-		s.pos++
-		n++
+	i := s.pos
+	for i < len(s.data) && '0' <= s.data[i] && s.data[i] <= '9' {
+		i++
 	}
+	n := i - s.pos
+	s.pos = i
 	return n
 }
 
-// str reads a string and returns its value.
-func (s *jsonScanner) str() (string, error) {
-	b, err := s.strBytes()
-	return string(b), err
-}
-
-// strBytes reads a string; plain ones are sliced out of the input (the
-// result aliases it), those with escapes or invalid UTF-8 are decoded by
+// str reads a string and returns its value. Plain strings are sliced out
+// of the input; those with escapes or invalid UTF-8 are decoded by
 // encoding/json, so the replacement of bad bytes and lone surrogates is
 // exactly its.
-func (s *jsonScanner) strBytes() ([]byte, error) {
+func (s *jsonScanner) str() (string, error) {
 	if s.peek() != '"' {
-		return nil, s.errorf("want a string")
+		return "", s.errorf("want a string")
 	}
 	token, ascii, err := s.stringToken()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	if inner := token[1 : len(token)-1]; ascii || (!hasByte(inner, '\\') && utf8.Valid(inner)) {
+	if inner := token[1 : len(token)-1]; ascii || (strings.IndexByte(inner, '\\') < 0 && utf8.ValidString(inner)) {
 		return inner, nil
 	}
 	var out string
-	if err := json.Unmarshal(token, &out); err != nil {
-		return nil, s.errorf("%v", err)
+	if err := json.Unmarshal([]byte(token), &out); err != nil {
+		return "", s.errorf("%v", err)
 	}
-	return []byte(out), nil
+	return out, nil
 }
 
-func hasByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
+// jsonPlain marks the bytes that stand for themselves in a string: printable
+// ASCII but the quote and the backslash.
+var jsonPlain = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\'
 	}
-	return false
-}
+	return plain
+}()
 
 // stringToken validates a string token (the scanner at its opening quote)
 // and returns it with its quotes, and whether it is plain ASCII without
 // escapes (its content is then its value as it stands).
-func (s *jsonScanner) stringToken() (token []byte, ascii bool, err error) {
+func (s *jsonScanner) stringToken() (token string, ascii bool, err error) {
 	start := s.pos
-	s.pos++
+	i := s.pos + 1
 	ascii = true
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
+	for {
+		for i < len(s.data) && jsonPlain[s.data[i]] {
+			i++
+		}
+		if i >= len(s.data) {
+			s.pos = i
+			return "", false, s.errorf("unterminated string")
+		}
+		switch c := s.data[i]; {
 		case c == '"':
-			s.pos++
+			s.pos = i + 1
 			return s.data[start:s.pos], ascii, nil
 		case c < 0x20:
-			return nil, false, s.errorf("control character in string")
+			s.pos = i
+			return "", false, s.errorf("control character in string")
 		case c == '\\':
+			s.pos = i
 			if err := s.escape(); err != nil {
-				return nil, false, err
+				return "", false, err
 			}
+			i = s.pos
 			ascii = false
-			continue
-		case c >= utf8.RuneSelf:
+		default: // a byte of a multi-byte sequence; encoding/json judges it
 			ascii = false
+			i++
 		}
-		s.pos++
 	}
-	return nil, false, s.errorf("unterminated string")
 }
 
 func (s *jsonScanner) escape() error {
