@@ -114,37 +114,44 @@ func ProcessLiveness(pid int, start uint64) Liveness {
 
 // procStat reads the state (field 3) and start time (field 22) of pid.
 // The command name (field 2) may hold spaces and parentheses, so fields are
-// counted after its last closing parenthesis.
+// counted after its last closing parenthesis. The scope registry calls this
+// once per holder, a thousand times on one start: the path is built on the
+// stack and the fields are found in one pass.
 func procStat(pid int) (state byte, start uint64, err error) {
 	var pathBuf [32]byte
 	path := strconv.AppendInt(append(pathBuf[:0], "/proc/"...), int64(pid), 10)
-	fd, err := unix.Open(string(append(path, "/stat"...)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	path = append(path, "/stat"...)
+	fd, err := unix.Open(string(path), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, 0, &os.PathError{Op: "open", Path: string(path) + "/stat", Err: err}
+		return 0, 0, &os.PathError{Op: "open", Path: string(path), Err: err}
 	}
 	var buf [1024]byte
 	n, err := unix.Read(fd, buf[:])
 	unix.Close(fd)
 	if err != nil {
-		return 0, 0, &os.PathError{Op: "read", Path: string(path) + "/stat", Err: err}
+		return 0, 0, &os.PathError{Op: "read", Path: string(path), Err: err}
 	}
 	data := buf[:n]
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 || i+3 >= len(data) {
-		return 0, 0, fmt.Errorf("parse %s/stat: no command field", path)
+		return 0, 0, fmt.Errorf("parse %s: no command field", string(path))
 	}
 	fields := data[i+2:] // "S ppid pgrp ..."
 	state = fields[0]
-	for field := 3; field < 22; field++ {
-		j := bytes.IndexByte(fields, ' ')
-		if j < 0 {
-			return 0, 0, fmt.Errorf("parse %s/stat: too few fields", path)
+	// Field 22 starts after the 19th space from field 3.
+	j, spaces := 0, 0
+	for ; j < len(fields) && spaces < 22-3; j++ {
+		if fields[j] == ' ' {
+			spaces++
 		}
-		fields = fields[j+1:]
 	}
-	if j := bytes.IndexByte(fields, ' '); j >= 0 {
-		fields = fields[:j]
+	if spaces < 22-3 {
+		return 0, 0, fmt.Errorf("parse %s: too few fields", string(path))
 	}
-	start, err = strconv.ParseUint(string(fields), 10, 64)
+	end := j
+	for end < len(fields) && fields[end] != ' ' {
+		end++
+	}
+	start, err = strconv.ParseUint(string(fields[j:end]), 10, 64)
 	return state, start, err
 }
