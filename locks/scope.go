@@ -49,6 +49,17 @@ func (s Scope) String() string {
 // not consulted — ResolveScope does that. The error quotes the offending
 // text and matches ErrScopeUsage.
 func ParseScope(text string) (Scope, error) {
+	s, err := splitScope(text)
+	if err != nil {
+		return Scope{}, err
+	}
+	s.Path = filepath.Clean(s.Path)
+	return s, nil
+}
+
+// splitScope is ParseScope without the cleaning, which cannot fail: the
+// registry decoder checks every scope it reads with it.
+func splitScope(text string) (Scope, error) {
 	rest, recursive := strings.CutSuffix(text, ":recursive")
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
@@ -67,7 +78,7 @@ func ParseScope(text string) (Scope, error) {
 	if err := checkScopePath(path); err != nil {
 		return Scope{}, scopeSyntaxError(text, err.Error())
 	}
-	return Scope{Path: filepath.Clean(path), Mode: mode, Recursive: recursive}, nil
+	return Scope{Path: path, Mode: mode, Recursive: recursive}, nil
 }
 
 func checkScopePath(path string) error {

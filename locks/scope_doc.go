@@ -90,28 +90,32 @@ func keepField(s *jsonScanner, extra *map[string]json.RawMessage, key string) er
 	return nil
 }
 
-// minEncodedAllocation is about the fewest bytes withlock encodes an
-// allocation in; the rest of the document divided by it sizes the slice
-// once. A compact foreign registry only makes the guess low, and a high
-// guess costs less memory than the document itself.
-const minEncodedAllocation = 192
-
 func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
 	*out = nil
 	if s.null() {
 		return nil
 	}
 	return s.array(func() error {
+		from := s.pos
 		a, err := decodeAllocation(s)
 		if err != nil {
 			return fmt.Errorf("allocation %d: %w", len(*out), err)
 		}
 		if *out == nil {
-			*out = make([]ScopeAllocation, 0, 1+(len(s.data)-s.pos)/minEncodedAllocation)
+			*out = make([]ScopeAllocation, 0, allocationsAhead(s.pos-from, len(s.data)-s.pos))
 		}
 		*out = append(*out, a)
 		return nil
 	})
+}
+
+// allocationsAhead guesses from the size of the first allocation how many
+// the rest of the document holds, so the slice is made once rather than
+// grown through ten copies. The guess is bounded by the document's size
+// (no allocation is counted at under 128 bytes), and a low one only means
+// append grows the slice as usual.
+func allocationsAhead(first, rest int) int {
+	return 1 + rest/max(first-first/8, 128)
 }
 
 func decodeAllocation(s *jsonScanner) (ScopeAllocation, error) {
@@ -226,7 +230,7 @@ func decodeScopeList(s *jsonScanner, dst *[]string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := ParseScope(text); err != nil {
+		if _, err := splitScope(text); err != nil {
 			return err
 		}
 		list = append(list, text)
@@ -240,8 +244,15 @@ func decodeScopeList(s *jsonScanner, dst *[]string) error {
 // then scope_deny, pid_start, created_at, then kept unknown fields sorted
 // by name. It always ends in a newline and is never empty.
 func (r *ScopeRegistry) Encode() []byte {
+	return r.encode(64 + 360*len(r.Allocations)) // an allocation with a scope or two and no foreign fields
+}
+
+// encode is Encode into a buffer made for about size bytes: a rewrite
+// knows the size of what it read, and one allocation of the right size
+// spares copying a few hundred kilobytes as the buffer grows.
+func (r *ScopeRegistry) encode(size int) []byte {
 	var b bytes.Buffer
-	b.Grow(64 + 320*len(r.Allocations))
+	b.Grow(size)
 	b.WriteString("{\n  \"allocations\": [")
 	for i := range r.Allocations {
 		if i > 0 {

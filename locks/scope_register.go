@@ -141,10 +141,15 @@ func (r *ScopeRegistry) checkConflicts(allow []Scope, parent *ScopeAllocation) e
 
 // competitor reports whether other's effective write scope meets want.
 // Most allocations share no path with the request, so their allow items
-// are screened with the cheap pairwise rule before the set algebra runs.
+// are screened with the cheap pairwise rule, parsed one at a time, before
+// the set algebra runs: a start screens every allocation in the registry.
 func competitor(want ScopeSet, writes []Scope, other *ScopeAllocation) (ScopeCompetitor, bool) {
 	var touching []string
-	for _, s := range writeScopes(other.Allow()) {
+	for _, text := range other.ScopeAllow {
+		s, err := ParseScope(text)
+		if err != nil || s.Mode != ScopeWrite {
+			continue // Allow() drops what does not parse; reads never conflict
+		}
 		for _, w := range writes {
 			if scopesOverlap(w, s) {
 				touching = append(touching, s.String())

@@ -115,7 +115,7 @@ func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error
 	if err := fn(reg); err != nil {
 		return err
 	}
-	out := reg.Encode()
+	out := reg.encode(len(data) + len(data)/16 + 1024)
 	if bytes.Equal(out, data) {
 		return nil
 	}

@@ -88,7 +88,9 @@ func (r *ScopeRegistry) remove(gone []bool) []ScopeAllocation {
 	}
 	clear(r.Allocations[k:])
 	r.Allocations = r.Allocations[:k]
-	index = r.nameIndex(nil)
+	if len(removed) > 0 {
+		index = r.nameIndex(nil) // positions moved; with none gone the index holds
+	}
 	r.breakCycles(index)
 	r.recomputeDenies(index)
 	return removed
