@@ -58,6 +58,13 @@ type ScopeRegistry struct {
 // registry withlock cannot reason about is never rewritten as if empty.
 // Fields it does not know are kept, at both levels.
 func DecodeScopeRegistry(data []byte) (*ScopeRegistry, error) {
+	return decodeScopeRegistry(data, true)
+}
+
+// decodeScopeRegistry is DecodeScopeRegistry; with asEncoded false every
+// allocation is read token by token, never by decodeAllocationAsEncoded
+// (a fuzz test holds the two ways to the same results).
+func decodeScopeRegistry(data []byte, asEncoded bool) (*ScopeRegistry, error) {
 	if len(data) > maxScopeRegistry {
 		return nil, fmt.Errorf("over %d bytes", maxScopeRegistry)
 	}
@@ -66,7 +73,7 @@ func DecodeScopeRegistry(data []byte) (*ScopeRegistry, error) {
 	err := s.document(func() error {
 		return s.object(func(key string) error {
 			if key == "allocations" {
-				return decodeAllocations(s, &reg.Allocations)
+				return decodeAllocations(s, &reg.Allocations, asEncoded)
 			}
 			return keepField(s, &reg.extra, key)
 		})
@@ -90,16 +97,23 @@ func keepField(s *jsonScanner, extra *map[string]json.RawMessage, key string) er
 	return nil
 }
 
-func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation) error {
+func decodeAllocations(s *jsonScanner, out *[]ScopeAllocation, asEncoded bool) error {
 	*out = nil
 	if s.null() {
 		return nil
 	}
 	return s.array(func() error {
 		from := s.pos
-		a, err := decodeAllocation(s)
-		if err != nil {
-			return fmt.Errorf("allocation %d: %w", len(*out), err)
+		a, ok := ScopeAllocation{}, false
+		if asEncoded {
+			a, ok = decodeAllocationAsEncoded(s)
+		}
+		if !ok {
+			s.pos = from
+			var err error
+			if a, err = decodeAllocation(s); err != nil {
+				return fmt.Errorf("allocation %d: %w", len(*out), err)
+			}
 		}
 		if *out == nil {
 			*out = make([]ScopeAllocation, 0, allocationsAhead(s.pos-from, len(s.data)-s.pos))
@@ -249,113 +263,114 @@ func (r *ScopeRegistry) Encode() []byte {
 
 // encode is Encode into a buffer made for about size bytes: a rewrite
 // knows the size of what it read, and one allocation of the right size
-// spares copying a few hundred kilobytes as the buffer grows.
+// spares copying a few hundred kilobytes as the buffer grows. The pieces
+// are appended to a plain slice: a registry is some twenty thousand of
+// them.
 func (r *ScopeRegistry) encode(size int) []byte {
-	var b bytes.Buffer
-	b.Grow(size)
-	b.WriteString("{\n  \"allocations\": [")
+	b := make([]byte, 0, size)
+	b = append(b, "{\n  \"allocations\": ["...)
 	for i := range r.Allocations {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		encodeAllocation(&b, &r.Allocations[i])
+		b = appendAllocation(b, &r.Allocations[i])
 	}
 	if len(r.Allocations) > 0 {
-		b.WriteString("\n  ")
+		b = append(b, "\n  "...)
 	}
-	b.WriteByte(']')
-	encodeExtra(&b, r.extra, "  ")
-	b.WriteString("\n}\n")
-	return b.Bytes()
+	b = append(b, ']')
+	b = appendExtra(b, r.extra, "  ")
+	return append(b, "\n}\n"...)
 }
 
-func encodeAllocation(b *bytes.Buffer, a *ScopeAllocation) {
+func appendAllocation(b []byte, a *ScopeAllocation) []byte {
 	const in = "\n      "
-	b.WriteString("\n    {" + in + `"name": `)
-	appendJSONString(b, a.Name)
-	b.WriteString("," + in + `"pid": `)
-	var num [32]byte
-	b.Write(strconv.AppendInt(num[:0], int64(a.PID), 10))
-	b.WriteString("," + in + `"socket": `)
-	appendJSONString(b, a.Socket)
-	b.WriteString("," + in + `"scope_allow": `)
-	appendJSONStrings(b, a.ScopeAllow)
-	b.WriteString("," + in + `"delegated_from": `)
+	b = append(b, "\n    {"+in+`"name": `...)
+	b = appendJSONString(b, a.Name)
+	b = append(b, ","+in+`"pid": `...)
+	b = strconv.AppendInt(b, int64(a.PID), 10)
+	b = append(b, ","+in+`"socket": `...)
+	b = appendJSONString(b, a.Socket)
+	b = append(b, ","+in+`"scope_allow": `...)
+	b = appendJSONStrings(b, a.ScopeAllow)
+	b = append(b, ","+in+`"delegated_from": `...)
 	if a.DelegatedFrom == "" {
-		b.WriteString("null")
+		b = append(b, "null"...)
 	} else {
-		appendJSONString(b, a.DelegatedFrom)
+		b = appendJSONString(b, a.DelegatedFrom)
 	}
-	b.WriteString("," + in + `"scope_deny": `)
-	appendJSONStrings(b, a.ScopeDeny)
-	b.WriteString("," + in + `"pid_start": `)
-	b.Write(strconv.AppendUint(num[:0], a.PIDStart, 10))
-	b.WriteString("," + in + `"created_at": `)
-	b.Write(strconv.AppendFloat(num[:0], a.CreatedAt, 'f', -1, 64))
-	encodeExtra(b, a.extra, "      ")
-	b.WriteString("\n    }")
+	b = append(b, ","+in+`"scope_deny": `...)
+	b = appendJSONStrings(b, a.ScopeDeny)
+	b = append(b, ","+in+`"pid_start": `...)
+	b = strconv.AppendUint(b, a.PIDStart, 10)
+	b = append(b, ","+in+`"created_at": `...)
+	b = strconv.AppendFloat(b, a.CreatedAt, 'f', -1, 64)
+	b = appendExtra(b, a.extra, "      ")
+	return append(b, "\n    }"...)
 }
 
-// encodeExtra appends kept unknown fields, sorted, indented to fit.
-func encodeExtra(b *bytes.Buffer, extra map[string]json.RawMessage, indent string) {
+// appendExtra appends kept unknown fields, sorted, indented to fit.
+func appendExtra(b []byte, extra map[string]json.RawMessage, indent string) []byte {
+	if len(extra) == 0 {
+		return b
+	}
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b.WriteString(",\n" + indent)
-		appendJSONString(b, k)
-		b.WriteString(": ")
-		if err := json.Indent(b, extra[k], indent, "  "); err != nil {
-			b.WriteString("null") // cannot happen: the value was decoded from valid JSON
+		b = append(b, ",\n"+indent...)
+		b = appendJSONString(b, k)
+		b = append(b, ": "...)
+		var value bytes.Buffer
+		if err := json.Indent(&value, extra[k], indent, "  "); err != nil {
+			value.WriteString("null") // cannot happen: the value was decoded from valid JSON
 		}
+		b = append(b, value.Bytes()...)
 	}
+	return b
 }
 
-func appendJSONStrings(b *bytes.Buffer, list []string) {
-	b.WriteByte('[')
+func appendJSONStrings(b []byte, list []string) []byte {
+	b = append(b, '[')
 	for i, s := range list {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		appendJSONString(b, s)
+		b = appendJSONString(b, s)
 	}
-	b.WriteByte(']')
+	return append(b, ']')
 }
 
 // appendJSONString quotes s as JSON. Invalid UTF-8 goes through
 // encoding/json, which replaces it, as the registry is UTF-8 text. Runs of
 // bytes that need no escape (all of most names and paths) go in one copy.
-func appendJSONString(b *bytes.Buffer, s string) {
+func appendJSONString(b []byte, s string) []byte {
 	if !utf8.ValidString(s) {
 		data, _ := json.Marshal(s)
-		b.Write(data)
-		return
+		return append(b, data...)
 	}
 	const hex = "0123456789abcdef"
-	b.WriteByte('"')
+	b = append(b, '"')
 	for {
 		i := 0
 		for i < len(s) && !jsonEscaped[s[i]] {
 			i++
 		}
-		b.WriteString(s[:i])
+		b = append(b, s[:i]...)
 		if i == len(s) {
 			break
 		}
 		switch c := s[i]; {
 		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		default:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xf])
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 		s = s[i+1:]
 	}
-	b.WriteByte('"')
+	return append(b, '"')
 }
 
 // jsonEscaped marks the bytes appendJSONString escapes: the quote, the

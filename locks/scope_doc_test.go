@@ -171,3 +171,40 @@ func TestEncodeIsIndentedSeedShape(t *testing.T) {
 		t.Fatal("no newline")
 	}
 }
+
+// TestDecodeReadsOwnLayoutAsEncoded: what Encode writes is read by the
+// literal-matching path (else the registry would silently be read the slow
+// way), to the same allocations as the token-by-token path; an allocation
+// with a field this version does not know falls back and still decodes.
+func TestDecodeReadsOwnLayoutAsEncoded(t *testing.T) {
+	reg := &ScopeRegistry{Allocations: []ScopeAllocation{
+		{Name: "a", PID: 1, PIDStart: 7, ScopeAllow: []string{"/a:write:recursive", "/b:read"}, ScopeDeny: []string{"/a/c:write"}, CreatedAt: 1700000000.25},
+		{Name: `q"uo\te é`, PID: 2, Socket: "/run/s\x01ck", ScopeAllow: []string{"/a/c:write"}, ScopeDeny: []string{}, DelegatedFrom: "a"},
+	}}
+	data := reg.Encode()
+	s := &jsonScanner{data: string(data)}
+	s.pos = strings.Index(s.data, "[") + 1
+	for i := range reg.Allocations {
+		if _, ok := decodeAllocationAsEncoded(s); !ok {
+			t.Fatalf("allocation %d of Encode's output is not read as encoded:\n%s", i, data)
+		}
+		s.expect(",")
+	}
+	fast, err := decodeScopeRegistry(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := decodeScopeRegistry(data, false)
+	if err != nil || !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("as encoded %+v\ntoken by token %+v, %v", fast, slow, err)
+	}
+
+	foreign := strings.Replace(string(data), `"created_at": 0`, `"created_at": 0, "x": [1]`, 1)
+	if foreign == string(data) {
+		t.Fatal("test registry has no created_at 0")
+	}
+	got, err := DecodeScopeRegistry([]byte(foreign))
+	if err != nil || string(got.Allocations[1].extra["x"]) != "[1]" {
+		t.Fatalf("allocation with a foreign field: %+v, %v", got, err)
+	}
+}

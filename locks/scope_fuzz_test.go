@@ -2,7 +2,9 @@ package locks
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,11 +48,13 @@ func FuzzDecodeScopeRegistry(f *testing.F) {
 	f.Add([]byte(seedRegistry))
 	f.Add([]byte(`{"allocations":[{"name":"a","pid":1,"delegated_from":"a"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameBothWays(t, data)
 		reg, err := DecodeScopeRegistry(data)
 		if err != nil {
 			return
 		}
 		out := reg.Encode()
+		sameBothWays(t, out)
 		again, err := DecodeScopeRegistry(out)
 		if err != nil {
 			t.Fatalf("encoded registry does not decode: %v\n%s", err, out)
@@ -65,6 +69,17 @@ func FuzzDecodeScopeRegistry(f *testing.F) {
 		again.ReclaimStale(oddPIDsDead)
 		checkTreeInvariants(t, again)
 	})
+}
+
+// sameBothWays: reading allocations as encoded (literal matching) gives
+// what reading them token by token gives, error included.
+func sameBothWays(t *testing.T, data []byte) {
+	t.Helper()
+	fast, ferr := decodeScopeRegistry(data, true)
+	slow, serr := decodeScopeRegistry(data, false)
+	if fmt.Sprint(ferr) != fmt.Sprint(serr) || !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("as encoded: %+v, %v\ntoken by token: %+v, %v\ninput %q", fast, ferr, slow, serr, data)
+	}
 }
 
 func countNodes(nodes []ScopeNode) int {
