@@ -98,6 +98,11 @@ func (f *ScopeFile) now() time.Time {
 // torn registry from the backup), apply fn, back up what was read, write
 // the result in place, unlock. When fn returns an error nothing is
 // written. Nothing is written either when the content would not change.
+//
+// The backup is written to a temp file and fsynced while fn runs (a
+// start's sweep is a thousand /proc reads, and on a disk the fsync is
+// most of a millisecond), then renamed into place before the registry is
+// truncated — or removed when the registry is not rewritten after all.
 func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error) error {
 	file, err := f.openLocked(ctx, exclusive)
 	if err != nil {
@@ -112,6 +117,11 @@ func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error
 	if err != nil {
 		return err
 	}
+	var staged *stagedBackup
+	if backup != nil {
+		staged = f.stageBackup(backup)
+		defer staged.discard()
+	}
 	if err := fn(reg); err != nil {
 		return err
 	}
@@ -119,8 +129,8 @@ func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error
 	if bytes.Equal(out, data) {
 		return nil
 	}
-	if backup != nil {
-		if err := f.writeBackup(backup); err != nil {
+	if staged != nil {
+		if err := staged.commit(); err != nil {
 			return err
 		}
 	}
@@ -181,18 +191,50 @@ func (f *ScopeFile) readBackup() ([]byte, error) {
 	return data, err
 }
 
-// writeBackup keeps the last good content next to the registry: a temp
-// file in the same directory, fsynced, renamed over the old backup.
-func (f *ScopeFile) writeBackup(data []byte) error {
-	tmp := f.backupPath() + ".tmp." + randomScopeName()
-	if err := writeSynced(tmp, data); err != nil {
+// stagedBackup is the last good content on its way to Path+".bak": a temp
+// file in the same directory, written and fsynced by a goroutine. commit
+// renames it over the old backup; discard removes it unless committed.
+// Either waits for the goroutine, so none outlives Transform.
+type stagedBackup struct {
+	tmp, path string
+	done      chan struct{}
+	err       error // of writeSynced; read after done is closed
+	committed bool
+}
+
+func (f *ScopeFile) stageBackup(data []byte) *stagedBackup {
+	b := &stagedBackup{
+		tmp:  f.backupPath() + ".tmp." + randomScopeName(),
+		path: f.backupPath(),
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(b.done)
+		b.err = writeSynced(b.tmp, data)
+	}()
+	return b
+}
+
+// commit puts the staged backup in place once it is on the device.
+func (b *stagedBackup) commit() error {
+	<-b.done
+	if b.err != nil {
+		return unusable(fmt.Errorf("back up scope registry: %w", b.err))
+	}
+	if err := os.Rename(b.tmp, b.path); err != nil {
 		return unusable(fmt.Errorf("back up scope registry: %w", err))
 	}
-	if err := os.Rename(tmp, f.backupPath()); err != nil {
-		os.Remove(tmp)
-		return unusable(fmt.Errorf("back up scope registry: %w", err))
-	}
+	b.committed = true
 	return nil
+}
+
+// discard removes the temp file of a backup that was not committed
+// (writeSynced removed it already if it failed).
+func (b *stagedBackup) discard() {
+	<-b.done
+	if !b.committed && b.err == nil {
+		os.Remove(b.tmp)
+	}
 }
 
 // writeSynced creates path with data and fsyncs it: the backup must be on

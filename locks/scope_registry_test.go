@@ -182,6 +182,35 @@ func TestScopeRegistryRewritesInPlace(t *testing.T) {
 	}
 }
 
+// TestScopeTransformWithoutChangeWritesNothing: the backup is staged while
+// fn runs, but when fn fails or changes nothing neither the registry nor
+// its backup changes, and no temp file is left.
+func TestScopeTransformWithoutChangeWritesNothing(t *testing.T) {
+	f, _ := newScopeFile(t)
+	mustRegister(t, f, self(t).request("a", "/a:write"))
+	mustRegister(t, f, self(t).request("b", "/b:write"))
+	registry, _ := readFileString(f.Path)
+	backup, _ := readFileString(f.Path + ".bak")
+	refused := errors.New("refused")
+	for _, fn := range []func(*ScopeRegistry) error{
+		func(*ScopeRegistry) error { return refused },
+		func(*ScopeRegistry) error { return nil },
+	} {
+		if err := f.Transform(context.Background(), fn); err != nil && err != refused {
+			t.Fatal(err)
+		}
+		if got, _ := readFileString(f.Path); got != registry {
+			t.Fatalf("registry changed:\n%s", got)
+		}
+		if got, _ := readFileString(f.Path + ".bak"); got != backup {
+			t.Fatalf("backup changed:\n%s", got)
+		}
+		if leftovers, _ := filepath.Glob(f.Path + ".bak.tmp.*"); len(leftovers) > 0 {
+			t.Fatalf("temp files left: %v", leftovers)
+		}
+	}
+}
+
 func inodeOf(t *testing.T, path string) uint64 {
 	t.Helper()
 	var st unix.Stat_t
