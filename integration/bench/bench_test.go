@@ -27,6 +27,43 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestPercentile(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		p    float64
+		want float64
+	}{
+		{nil, 90, 0},
+		{[]float64{3}, 90, 3},
+		{[]float64{5, 1, 3, 2, 4, 6, 8, 7, 10, 9}, 90, 9},
+		{[]float64{5, 1, 3, 2, 4, 6, 8, 7, 10, 9}, 50, 5},
+		{[]float64{2, 1}, 90, 2},
+	}
+	for _, tt := range tests {
+		if got := percentile(tt.in, tt.p); got != tt.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tt.in, tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestTableShowsTargetAndP90: a section with a target prints it, and the
+// p90 is in the table and the JSON.
+func TestTableShowsTargetAndP90(t *testing.T) {
+	s := section{name: "scope", title: "scope", unit: "ms", target: 5}
+	samples := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 40}
+	r := benchReport{Sections: []sectionResult{result(s, []*tool{{name: "withlock", command: "c", samples: samples}})}}
+	if got := r.Sections[0]; got.Target != 5 || got.Tools[0].P90 != 9 {
+		t.Errorf("target %v, p90 %v; want 5, 9", got.Target, got.Tools[0].P90)
+	}
+	var out bytes.Buffer
+	writeTable(&out, r)
+	for _, want := range []string{"p90", "9.00", "target: withlock under 5.00 ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // TestInterleaveRotatesAndStopsAtFirstError: every round runs each tool once,
 // a different tool goes first each round, a missing tool is never run and a
 // failing tool is not run again.
@@ -85,6 +122,9 @@ func TestSelectSections(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].name != "overhead" || got[1].name != "memory" {
 		t.Errorf("selectSections = %v, %v; want overhead then memory", got, err)
 	}
+	if got, err := selectSections("scope"); err != nil || len(got) != 1 || got[0].target != 5 {
+		t.Errorf("selectSections(scope) = %v, %v; want the scope section with its 5 ms target", got, err)
+	}
 	if _, err := selectSections("nope"); err == nil {
 		t.Error("unknown section accepted")
 	}
@@ -106,5 +146,24 @@ func TestPeakRSSReadsTheProcessItself(t *testing.T) {
 	small, err := b.peakRSS(sleep, "0.2")(0)
 	if err != nil || small <= 0 || small > 16 {
 		t.Errorf("peak RSS of sleep = %.1f MiB, %v", small, err)
+	}
+}
+
+// TestScopeSectionMeasures: the scope section builds its registry of 1,000
+// allocations and times a register + release through the locks API.
+func TestScopeSectionMeasures(t *testing.T) {
+	s, err := selectSections("scope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, cleanup, err := s[0].prepare(&bench{tmp: t.TempDir()})
+	defer cleanup()
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("prepare = %v, %v", tools, err)
+	}
+	for i := range 2 {
+		if v, err := tools[0].measure(i); err != nil || v <= 0 {
+			t.Fatalf("run %d = %v ms, %v", i, v, err)
+		}
 	}
 }

@@ -35,7 +35,7 @@ type options struct {
 
 func parseFlags(b *bench) options {
 	var o options
-	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision")
+	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision (scope: at least 200)")
 	flag.IntVar(&b.handoffRuns, "handoff-runs", 50, "hand-offs per tool")
 	flag.IntVar(&b.throughputRounds, "throughput-rounds", 5, "contention rounds per tool")
 	flag.IntVar(&b.workers, "workers", 8, "concurrent workers in the contention section")

@@ -25,12 +25,13 @@ type machineInfo struct {
 }
 
 type sectionResult struct {
-	Name  string       `json:"name"`
-	Title string       `json:"title"`
-	Unit  string       `json:"unit"`
-	Note  string       `json:"note,omitempty"`
-	Error string       `json:"error,omitempty"` // the section could not be prepared
-	Tools []toolResult `json:"tools"`
+	Name   string       `json:"name"`
+	Title  string       `json:"title"`
+	Unit   string       `json:"unit"`
+	Note   string       `json:"note,omitempty"`
+	Target float64      `json:"target,omitempty"` // a bound withlock's runs should stay under, in Unit
+	Error  string       `json:"error,omitempty"`  // the section could not be prepared
+	Tools  []toolResult `json:"tools"`
 }
 
 type toolResult struct {
@@ -40,6 +41,7 @@ type toolResult struct {
 	Error   string    `json:"error,omitempty"`
 	Runs    int       `json:"runs"`
 	Median  float64   `json:"median"`
+	P90     float64   `json:"p90"`
 	Min     float64   `json:"min"`
 	Max     float64   `json:"max"`
 	Ratio   *float64  `json:"withlock_ratio,omitempty"` // withlock's median ÷ this tool's
@@ -48,7 +50,7 @@ type toolResult struct {
 
 // result summarises a measured section; the first tool is the subject.
 func result(s section, tools []*tool) sectionResult {
-	r := sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Note: s.note}
+	r := sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Note: s.note, Target: s.target}
 	var subject summary
 	for i, t := range tools {
 		sum := summarize(t.samples)
@@ -56,7 +58,7 @@ func result(s section, tools []*tool) sectionResult {
 			subject = sum
 		}
 		tr := toolResult{Tool: t.name, Command: t.command, Missing: t.missing, Runs: sum.n,
-			Median: sum.median, Min: sum.min, Max: sum.max, Samples: t.samples}
+			Median: sum.median, P90: percentile(t.samples, 90), Min: sum.min, Max: sum.max, Samples: t.samples}
 		if t.err != nil {
 			tr.Error = t.err.Error()
 		}
@@ -88,7 +90,7 @@ func (r benchReport) failed() bool {
 func writeTable(w io.Writer, r benchReport) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nwithlock bench: %d cores, %s, Linux %s, %s, %s\n", m.Cores, m.CPU, m.Kernel, m.Go, m.Withlock)
-	fmt.Fprintf(w, "median and min–max of runs interleaved tool by tool; ratio = withlock's median ÷ the tool's\n")
+	fmt.Fprintf(w, "median, p90 and min–max of runs interleaved tool by tool; ratio = withlock's median ÷ the tool's\n")
 	// Title and note lines have no tab, so they take no part in column widths.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range r.Sections {
@@ -97,9 +99,12 @@ func writeTable(w io.Writer, r benchReport) {
 			fmt.Fprintf(tw, "  error: %s\n", oneLine(s.Error))
 			continue
 		}
-		fmt.Fprintf(tw, "  tool\tcommand\truns\tmedian\tmin–max\tratio\n")
+		fmt.Fprintf(tw, "  tool\tcommand\truns\tmedian\tp90\tmin–max\tratio\n")
 		for _, t := range s.Tools {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Tool, t.Command, cells(t))
+		}
+		if s.Target > 0 {
+			fmt.Fprintf(tw, "  target: withlock under %s %s\n", num(s.Target), s.Unit)
 		}
 		if s.Note != "" {
 			fmt.Fprintf(tw, "  (%s)\n", s.Note)
@@ -108,19 +113,19 @@ func writeTable(w io.Writer, r benchReport) {
 	tw.Flush()
 }
 
-// cells is the runs, median, range and ratio columns of one tool.
+// cells is the runs, median, p90, range and ratio columns of one tool.
 func cells(t toolResult) string {
 	switch {
 	case t.Missing != "":
-		return "\t" + t.Missing + "\t\t"
+		return "\t" + t.Missing + "\t\t\t"
 	case t.Error != "" && t.Runs == 0:
-		return "\terror: " + oneLine(t.Error) + "\t\t"
+		return "\terror: " + oneLine(t.Error) + "\t\t\t"
 	}
 	ratio := ""
 	if t.Ratio != nil {
 		ratio = num(*t.Ratio) + "×"
 	}
-	line := fmt.Sprintf("%d\t%s\t%s–%s\t%s", t.Runs, num(t.Median), num(t.Min), num(t.Max), ratio)
+	line := fmt.Sprintf("%d\t%s\t%s\t%s–%s\t%s", t.Runs, num(t.Median), num(t.P90), num(t.Min), num(t.Max), ratio)
 	if t.Error != "" {
 		line += "  (then error: " + oneLine(t.Error) + ")"
 	}

@@ -14,6 +14,8 @@ type section struct {
 	title string // what is measured, one line
 	unit  string // unit of every sample, e.g. "ms"
 	note  string // how to read the numbers, printed under the table
+	// target, when set, is a bound the subject's runs should stay under, in unit.
+	target float64
 	// warmup runs each tool once, unrecorded, before measuring (for quick runs).
 	warmup bool
 	// runs is how many interleaved rounds to measure (each tool once per round).
