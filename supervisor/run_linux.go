@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/withlock/withlock/reaper"
 )
@@ -43,11 +44,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Signals = Notify()
 		defer cfg.Signals.Stop()
 	}
-	// The forking thread must outlive the child (see spawn), and restore
-	// changes this thread's signal mask.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
 	// Subscribe to SIGCHLD before the fork, so no exit goes unnoticed.
 	chld := cfg.Signals.chld
 	if chld == nil {
@@ -65,13 +61,57 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	term := foregroundTerminal(orStd(cfg.Stdin, os.Stdin))
-	pid, err := spawn(cfg, term)
-	if err != nil {
-		return Result{Status: spawnStatus(err), Reason: SpawnFailed}, err
+	started := make(chan spawned, 1)
+	exited := make(chan struct{}, 1)
+	go forkAndAwait(cfg, term, started, exited)
+	sp := <-started
+	if sp.err != nil {
+		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
 	}
+	pid := sp.pid
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
-	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, term: term, chld: chld, cause: noCause}
+	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, term: term,
+		chld: chld, childExited: exited, cause: noCause}
 	return s.run(ctx), nil
+}
+
+// spawned is what forkAndAwait reports once the fork is done.
+type spawned struct {
+	pid int
+	err error
+}
+
+// forkAndAwait starts the child from a goroutine locked to its thread and
+// keeps that thread until the child has exited: PR_SET_PDEATHSIG fires when
+// the forking *thread* ends (see spawn), and a locked thread is only ever
+// this goroutine's. It then blocks in waitid(WNOWAIT) on the child, so the
+// kernel wakes this very thread when the child exits and the supervision
+// loop, made runnable here, runs next on it: no wake-up travels through
+// Go's signal thread, the signal goroutine and a locked loop thread first.
+// WNOWAIT leaves the zombie for the loop's reaper, the one place statuses
+// are taken. If Run gives up on a child that never dies, this goroutine
+// stays blocked; the process ends soon after anyway.
+func forkAndAwait(cfg Config, term *terminal, started chan<- spawned, exited chan<- struct{}) {
+	runtime.LockOSThread()
+	pid, err := spawn(cfg, term)
+	started <- spawned{pid, err}
+	if err == nil {
+		awaitExit(pid)
+	}
+	runtime.UnlockOSThread()
+	exited <- struct{}{}
+}
+
+// awaitExit blocks until child pid has exited (or is no longer ours to
+// wait for: ECHILD once the loop has reaped it), without reaping it.
+func awaitExit(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
 }
 
 // clearSubreaper undoes SetSubreaper, so the process is as it was once Run

@@ -16,12 +16,11 @@ import (
 // group id. It does not wait for it: the supervision loop reaps it.
 //
 // The caller must have locked its goroutine to the OS thread and keep it
-// locked until the child is reaped. PR_SET_PDEATHSIG fires when the *thread*
-// that forked the child exits, not the process (the Go pdeathsig pitfall,
-// golang.org/issue/27505): forked from an unlocked goroutine, the child could
-// be KILLed whenever the runtime retires that thread, or outlive withlock if
-// the thread is reused oddly. On a locked thread the parent thread is Run's
-// own for the child's whole life.
+// locked until the child has exited (forkAndAwait does). PR_SET_PDEATHSIG
+// fires when the *thread* that forked the child exits, not the process (the
+// Go pdeathsig pitfall, golang.org/issue/27505): forked from an unlocked
+// goroutine, the child could be KILLed whenever the runtime retires that
+// thread. On a locked thread the parent thread lives as long as the child.
 func spawn(cfg Config, term *terminal) (int, error) {
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
 	if err != nil {

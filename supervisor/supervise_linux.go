@@ -35,6 +35,9 @@ type supervision struct {
 	pid  int // the main child, also its process group id
 	term *terminal
 	chld <-chan os.Signal
+	// childExited receives once the main child has exited (not yet
+	// reaped): forkAndAwait's waitid returned.
+	childExited <-chan struct{}
 
 	exited bool            // the main child is reaped
 	status unix.WaitStatus // its status, once exited
@@ -68,6 +71,8 @@ func (s *supervision) run(ctx context.Context) Result {
 		wake.Reset(s.nextWake())
 		select {
 		case <-s.chld:
+		case <-s.childExited:
+			s.childExited = nil
 		case sig := <-s.cfg.Signals.C():
 			s.onSignal(sig)
 		case <-timerC(timeout):

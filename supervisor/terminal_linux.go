@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,12 +30,15 @@ func foregroundTerminal(f *os.File) *terminal {
 // restore makes withlock's group the foreground group again. withlock is a
 // background group at that point, so tcsetpgrp would raise SIGTTOU and stop
 // us; the signal is blocked on this thread for the call (a blocked SIGTTOU
-// counts as ignored for the tty check). The caller's goroutine is locked to
-// its thread, so the mask stays on the thread that makes the call.
+// counts as ignored for the tty check). The goroutine is locked to its
+// thread for the call, so the mask is changed and restored on the thread
+// that makes it.
 func (t *terminal) restore() error {
 	if t == nil {
 		return nil
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var block, old unix.Sigset_t
 	sigaddset(&block, unix.SIGTTOU)
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &block, &old); err != nil {
