@@ -45,11 +45,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		defer cfg.Signals.Stop()
 	}
 	// Subscribe to SIGCHLD before the fork, so no exit goes unnoticed.
-	chld := cfg.Signals.chld
+	chld := cfg.Signals.Chld()
 	if chld == nil {
-		chld = make(chan os.Signal, 1)
-		signal.Notify(chld, syscall.SIGCHLD)
-		defer signal.Stop(chld)
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGCHLD)
+		defer signal.Stop(c)
+		chld = c
 	}
 
 	if brokenNoSubreaper {

@@ -62,25 +62,3 @@ func TestRunIDNamedLikeHelp(t *testing.T) {
 		}
 	}
 }
-
-func TestSubscribesEarly(t *testing.T) {
-	cases := []struct {
-		args []string
-		env  string
-		want bool
-	}{
-		{[]string{"withlock", "run", "x", "--", "true"}, "", true},
-		{[]string{"withlock", "scope", "--allow", "/a:write", "--", "true"}, "file", true},
-		{[]string{"withlock", "run", "--backend", "etcd", "x", "--", "true"}, "", false},
-		{[]string{"withlock", "run", "--backend=file", "x", "--", "true"}, "", false},
-		{[]string{"withlock", "run", "x", "--", "cmd", "--backend", "etcd"}, "", true},
-		{[]string{"withlock", "run", "x", "--", "true"}, "etcd", false},
-		{[]string{"withlock", "status"}, "", false},
-		{[]string{"withlock"}, "", false},
-	}
-	for _, c := range cases {
-		if got := subscribesEarly(c.args, c.env); got != c.want {
-			t.Errorf("subscribesEarly(%q, %q) = %v, want %v", c.args, c.env, got, c.want)
-		}
-	}
-}

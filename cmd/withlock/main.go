@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
+	"github.com/withlock/withlock/cmd/withlock/internal/earlysig"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -18,47 +18,17 @@ func main() {
 	if err := supervisor.ResetSignalMask(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		fmt.Fprintln(os.Stderr, "withlock: warning:", err)
 	}
-	if subscribesEarly(os.Args, os.Getenv("WITHLOCK_BACKEND")) {
-		// Subscribe to signals while the command line is parsed.
-		earlySignals = supervisor.NotifyInBackground()
-	}
 	os.Exit(Main(os.Args))
 }
 
-// subscribesEarly: run and scope with the local lock subscribe to signals in
-// the background from the start. Not when another backend may be named: a
-// backend that execs another binary must do so before any subscription, or
-// a signal caught here would be lost in the exec.
-func subscribesEarly(args []string, envBackend string) bool {
-	if len(args) < 2 || (args[1] != "run" && args[1] != "scope") {
-		return false
-	}
-	if envBackend != "" && envBackend != "file" {
-		return false
-	}
-	for _, a := range args[2:] {
-		if a == "--" {
-			break
-		}
-		if strings.HasPrefix(a, "--backend") || strings.HasPrefix(a, "-backend") {
-			return false
-		}
-	}
-	return true
-}
-
-// earlySignals, when main started it, is the signal subscription taken in
-// the background at start-up.
-var earlySignals func() *supervisor.Signals
-
 // subscribeSignals returns the signal subscription of this run: the one
-// main started in the background, else a new one. Either way it is taken
+// started during initialisation (package earlysig), else a new one. Either way it is taken
 // before the lock wait, so a signal in the wait or during spawn is queued,
 // never lost. It is not stopped: the process exits after the run, and each
 // unsubscription costs a round trip to Go's signal thread.
 func subscribeSignals() *supervisor.Signals {
-	if earlySignals != nil {
-		return earlySignals()
+	if s := earlysig.Take(); s != nil {
+		return s
 	}
 	return supervisor.Notify()
 }

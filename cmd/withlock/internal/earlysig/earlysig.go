@@ -1,0 +1,59 @@
+// Package earlysig starts withlock's signal subscription during package
+// initialisation, for `withlock run` and `withlock scope`.
+//
+// Subscribing costs about nine round trips to Go's signal thread, half a
+// millisecond on a small VM, and the subscription must be complete before
+// the lock wait starts. Begun in main it overlapped only the command-line
+// parse; begun here, right after os/signal is initialised, it also overlaps
+// the initialisation of the heavier packages (net, zerolog, urfave/cli, …),
+// so a run rarely waits for it. main imports this package for that side
+// effect and collects the subscription with Take.
+package earlysig
+
+import (
+	"os"
+	"strings"
+
+	"github.com/withlock/withlock/supervisor/sigsub"
+)
+
+var pending func() *sigsub.Subscription
+
+func init() { start(os.Args, os.Getenv("WITHLOCK_BACKEND")) }
+
+func start(args []string, envBackend string) {
+	if Applies(args, envBackend) && maskClear() {
+		pending = sigsub.InBackground()
+	}
+}
+
+// Take returns the subscription started during initialisation, waiting for
+// it to complete, or nil when none was started.
+func Take() *sigsub.Subscription {
+	if pending == nil {
+		return nil
+	}
+	return pending()
+}
+
+// Applies reports whether the command line subscribes early: run and scope
+// with the local lock. Not when another backend may be named: a backend that
+// execs another binary must do so before any subscription, or a signal caught
+// here would be lost in the exec.
+func Applies(args []string, envBackend string) bool {
+	if len(args) < 2 || (args[1] != "run" && args[1] != "scope") {
+		return false
+	}
+	if envBackend != "" && envBackend != "file" {
+		return false
+	}
+	for _, a := range args[2:] {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--backend") || strings.HasPrefix(a, "-backend") {
+			return false
+		}
+	}
+	return true
+}

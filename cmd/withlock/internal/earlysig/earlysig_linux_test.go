@@ -1,0 +1,86 @@
+package earlysig
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestApplies(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  string
+		want bool
+	}{
+		{[]string{"withlock", "run", "x", "--", "true"}, "", true},
+		{[]string{"withlock", "scope", "--allow", "/a:write", "--", "true"}, "file", true},
+		{[]string{"withlock", "run", "--backend", "etcd", "x", "--", "true"}, "", false},
+		{[]string{"withlock", "run", "--backend=file", "x", "--", "true"}, "", false},
+		{[]string{"withlock", "run", "x", "--", "cmd", "--backend", "etcd"}, "", true},
+		{[]string{"withlock", "run", "x", "--", "true"}, "etcd", false},
+		{[]string{"withlock", "status"}, "", false},
+		{[]string{"withlock"}, "", false},
+	}
+	for _, c := range cases {
+		if got := Applies(c.args, c.env); got != c.want {
+			t.Errorf("Applies(%q, %q) = %v, want %v", c.args, c.env, got, c.want)
+		}
+	}
+}
+
+// A blocked signal on the thread (so, at start-up, in the process) means
+// main is about to re-exec: nothing may be subscribed before that.
+func TestMaskClear(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if !maskClear() {
+		t.Fatal("maskClear() = false with nothing blocked")
+	}
+	var set, old unix.Sigset_t
+	set.Val[(unix.SIGUSR2-1)/64] |= 1 << ((unix.SIGUSR2 - 1) % 64)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
+		t.Fatal(err)
+	}
+	clear := maskClear()
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if clear {
+		t.Error("maskClear() = true with SIGUSR2 blocked")
+	}
+	start([]string{"withlock", "run", "x", "--", "true"}, "")
+	defer func() { pending = nil }()
+	if pending == nil {
+		t.Fatal("start did not subscribe for `withlock run` with a clear mask")
+	}
+}
+
+// What start begins is a working subscription: a signal sent to the process
+// arrives on it. A test binary's own arguments start nothing.
+func TestTake(t *testing.T) {
+	if Take() != nil {
+		t.Fatal("a subscription was started for the test binary's arguments")
+	}
+	start([]string{"withlock", "scope", "--allow", "/a:write", "--", "true"}, "")
+	defer func() { pending = nil }()
+	s := Take()
+	if s == nil {
+		t.Fatal("Take() = nil after start for `withlock scope`")
+	}
+	defer s.Stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case sig := <-s.C():
+		if sig != syscall.SIGWINCH {
+			t.Fatalf("got %v, want SIGWINCH", sig)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGWINCH sent to self never arrived on the early subscription")
+	}
+}

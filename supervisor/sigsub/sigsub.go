@@ -1,0 +1,92 @@
+// Package sigsub is withlock's subscription to the signals its supervisor
+// forwards. It imports nothing but the standard library's signal support, so
+// a program can start the subscription while its heavier packages are still
+// being initialised (cmd/withlock/internal/earlysig does).
+package sigsub
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Forwarded are the signals withlock passes on to the child's process group.
+var Forwarded = []os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT,
+}
+
+// Subscription is withlock's subscription to the forwarded signals. It is
+// taken at the very start of a run, before the lock wait, so that a signal
+// arriving while waiting or while the child is being spawned is queued,
+// never lost.
+type Subscription struct {
+	c chan os.Signal
+	// inherited holds the forwarded signals that withlock's parent ignored
+	// (nohup ignores HUP; sh ignores INT and QUIT for `cmd &`). They are
+	// subscribed here and never read: Go then has a handler installed, which
+	// fork resets to SIG_DFL for the child, so the child does not inherit the
+	// ignore, while withlock itself keeps honouring it (neither forwarded nor
+	// aborting the lock wait).
+	inherited chan os.Signal
+	// chld is SIGCHLD, taken with the others so that the supervisor need not
+	// subscribe (and unsubscribe) on its own: each change of Go's signal
+	// mask is a round trip to the runtime's signal thread, 50–400 µs here.
+	chld chan os.Signal
+}
+
+// buffer is how many signals may queue before they are read; the signal
+// package drops what does not fit.
+const buffer = 64
+
+// Subscribe subscribes, at once, to the forwarded signals and SIGCHLD.
+func Subscribe() *Subscription {
+	s := &Subscription{
+		c:         make(chan os.Signal, buffer),
+		inherited: make(chan os.Signal, 1),
+		chld:      make(chan os.Signal, 1),
+	}
+	signal.Notify(s.chld, syscall.SIGCHLD)
+	var wanted, ignored []os.Signal
+	for _, sig := range Forwarded {
+		if signal.Ignored(sig) {
+			ignored = append(ignored, sig)
+		} else {
+			wanted = append(wanted, sig)
+		}
+	}
+	signal.Notify(s.c, wanted...)
+	if len(ignored) > 0 {
+		signal.Notify(s.inherited, ignored...)
+	}
+	return s
+}
+
+// InBackground subscribes like Subscribe on another goroutine and returns a
+// function that waits for the subscription: the dozen round trips to Go's
+// signal thread then overlap the caller's own start-up.
+func InBackground() func() *Subscription {
+	done := make(chan *Subscription, 1)
+	go func() { done <- Subscribe() }()
+	var s *Subscription
+	return func() *Subscription {
+		if s == nil {
+			s = <-done
+		}
+		return s
+	}
+}
+
+// C delivers the forwarded signals received.
+func (s *Subscription) C() <-chan os.Signal { return s.c }
+
+// Chld delivers SIGCHLD.
+func (s *Subscription) Chld() <-chan os.Signal { return s.chld }
+
+// Stop ends the subscription. A process about to exit need not call it:
+// every unsubscription is another round trip to Go's signal thread.
+func (s *Subscription) Stop() {
+	signal.Stop(s.c)
+	signal.Stop(s.inherited)
+	signal.Stop(s.chld)
+}
