@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/withlock/withlock/internal/cpupin"
 	"github.com/withlock/withlock/reaper"
 )
 
@@ -94,7 +95,9 @@ type spawned struct {
 // stays blocked; the process ends soon after anyway.
 func forkAndAwait(cfg Config, term *terminal, started chan<- spawned, exited chan<- struct{}) {
 	runtime.LockOSThread()
-	pid, err := spawn(cfg, term)
+	var pid int
+	var err error
+	cpupin.Unpinned(func() { pid, err = spawn(cfg, term) })
 	started <- spawned{pid, err}
 	if err == nil {
 		awaitExit(pid)

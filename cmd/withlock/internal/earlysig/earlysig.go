@@ -1,5 +1,7 @@
 // Package earlysig starts withlock's signal subscription during package
-// initialisation, for `withlock run` and `withlock scope`.
+// initialisation, for `withlock run` and `withlock scope`, and first keeps
+// the process on one CPU (internal/cpupin), so that the subscription's round
+// trips, and every later hand-off between threads, stay on that CPU.
 //
 // Subscribing costs about nine round trips to Go's signal thread, half a
 // millisecond on a small VM, and the subscription must be complete before
@@ -14,6 +16,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/withlock/withlock/internal/cpupin"
 	"github.com/withlock/withlock/supervisor/sigsub"
 )
 
@@ -23,6 +26,8 @@ func init() { start(os.Args, os.Getenv("WITHLOCK_BACKEND")) }
 
 func start(args []string, envBackend string) {
 	if Applies(args, envBackend) && maskClear() {
+		// Pinned first: the threads the subscription creates inherit it.
+		cpupin.Start()
 		pending = sigsub.InBackground()
 	}
 }

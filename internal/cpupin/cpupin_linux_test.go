@@ -1,0 +1,118 @@
+package cpupin
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The pin changes the whole process, so it is tested in a child: the test
+// binary run again with helperVar set.
+const helperVar = "CPUPIN_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperVar) == "1" {
+		helper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// helper pins itself, starts more threads, then prints every thread's
+// allowed CPUs, GOMAXPROCS, and what a child forked inside Unpinned is
+// allowed.
+func helper() {
+	Start()
+	done := make(chan struct{})
+	for range 4 { // threads made after Start must inherit the pin
+		go func() {
+			runtime.LockOSThread()
+			<-done
+		}()
+	}
+	runtime.LockOSThread()
+	var child []byte
+	var err error
+	Unpinned(func() {
+		child, err = exec.Command("grep", "Cpus_allowed_list", "/proc/self/status").Output()
+	})
+	if err != nil {
+		os.Stdout.WriteString("child error: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	var out strings.Builder
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		status, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			continue // a thread that just ended
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "Cpus_allowed_list:") {
+				out.WriteString("thread " + strings.TrimSpace(strings.TrimPrefix(line, "Cpus_allowed_list:")) + "\n")
+			}
+		}
+	}
+	out.WriteString("gomaxprocs " + itoa(runtime.GOMAXPROCS(0)) + "\n")
+	out.WriteString("child " + strings.TrimSpace(strings.TrimPrefix(string(child), "Cpus_allowed_list:")) + "\n")
+	os.Stdout.WriteString(out.String())
+	close(done)
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
+	var mine unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if mine.Count() < 2 {
+		t.Skipf("this process may use %d CPU: nothing to pin", mine.Count())
+	}
+	want, err := exec.Command("grep", "Cpus_allowed_list", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChild := strings.TrimSpace(strings.TrimPrefix(string(want), "Cpus_allowed_list:"))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperVar+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	threads, pinnedTo := 0, ""
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		field := strings.Fields(line)
+		switch field[0] {
+		case "thread":
+			threads++
+			if pinnedTo == "" {
+				pinnedTo = field[1]
+			}
+			if field[1] != pinnedTo || strings.ContainsAny(field[1], ",-") {
+				t.Errorf("threads on different CPU sets (%s, %s): want all on one CPU\n%s", pinnedTo, field[1], out)
+			}
+		case "gomaxprocs":
+			if field[1] != "1" {
+				t.Errorf("GOMAXPROCS = %s after Start, want 1", field[1])
+			}
+		case "child":
+			if field[1] != wantChild {
+				t.Errorf("child forked inside Unpinned may use CPUs %s, want the original %s", field[1], wantChild)
+			}
+		}
+	}
+	if threads < 5 {
+		t.Errorf("saw %d threads, want at least the 4 locked ones and main:\n%s", threads, out)
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+// Package cpupin keeps withlock's own threads on one CPU; withlock runs on
+// Linux only, and elsewhere it does nothing.
+package cpupin
+
+// Start does nothing off Linux.
+func Start() {}
+
+// Unpinned runs f.
+func Unpinned(f func()) { f() }
