@@ -309,7 +309,8 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		FencingToken: token,
 	}
 	tmp := lockPath + ".tmp." + p.LockID
-	if err := fsys.WriteNew(tmp, p.Encode(), 0o600); err != nil {
+	enc := p.Encode()
+	if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
 		return nil, nil, err
 	}
 	r.at("acquire:after-temp")
@@ -329,7 +330,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		return nil, nil, linkErr
 	}
 	r.at("acquire:after-link")
-	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p}, nil, nil
+	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc}, nil, nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which

@@ -193,6 +193,35 @@ func TestReleaseAndRenewOnlyWhileOurs(t *testing.T) {
 	}
 }
 
+// Release recognises its lock by lock_id, not by the bytes it wrote: a file
+// another program rewrote in its own layout, with our lock_id, is still ours
+// (the byte comparison is only a shortcut), and after a renewal the new bytes
+// are the ones compared.
+func TestReleaseOwnLockRewrittenInAnotherLayout(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	l := mustAcquire(t, r, "job")
+	if err := l.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(); err != nil {
+		t.Fatalf("second renew (compares the first renewal's bytes): %v", err)
+	}
+	p := readPayload(t, l.Path)
+	pretty, err := json.MarshalIndent(p, "", "    ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.Path, pretty, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("Release of our lock in another layout: %v", err)
+	}
+	if _, err := os.Stat(l.Path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("lock file still there after Release: %v", err)
+	}
+}
+
 func TestRenewPushesExpiry(t *testing.T) {
 	r := newTestLocker(t, t.TempDir(), 2*time.Second)
 	l := mustAcquire(t, r, "job")
