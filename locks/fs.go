@@ -1,7 +1,6 @@
 package locks
 
 import (
-	"io"
 	"io/fs"
 	"os"
 )
@@ -43,44 +42,6 @@ func (OSFS) Lstat(path string) (fs.FileInfo, error)    { return os.Lstat(path) }
 func (OSFS) Link(oldpath, newpath string) error        { return os.Link(oldpath, newpath) }
 func (OSFS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
 func (OSFS) Remove(path string) error                  { return os.Remove(path) }
-
-func (OSFS) WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|oNonBlock, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	return data, fi, err
-}
-
-func (OSFS) OpenGuard(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
-}
 
 func (OSFS) OpenCounter(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)

@@ -28,7 +28,7 @@ func SelfIdentity() (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("hostname: %w", err)
 	}
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	boot, _, err := OSFS{}.ReadLockFile("/proc/sys/kernel/random/boot_id", 64)
 	if err != nil {
 		return Identity{}, err
 	}

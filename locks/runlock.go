@@ -2,7 +2,6 @@ package locks
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -365,9 +364,7 @@ func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, error) {
 
 func randomID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
+	randomBytes(b[:])
 	return hex.EncodeToString(b[:])
 }
 

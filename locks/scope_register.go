@@ -1,7 +1,6 @@
 package locks
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"time"
 	"unicode/utf8"
@@ -105,7 +104,7 @@ func (r *ScopeRegistry) pickName(want string) (string, error) {
 
 func randomScopeName() string {
 	var b [3]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	randomBytes(b[:])
 	return hex.EncodeToString(b[:])
 }
 
