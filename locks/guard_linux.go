@@ -11,34 +11,59 @@ import (
 
 // lockGuard takes flock(LOCK_EX) on the guard file, waiting at most bound.
 // The guard serialises every state transition of one run id among withlock
-// processes (reclaim, acquire, renew, release, break). flock has no timed
-// form, so the wait polls LOCK_NB with a sleep that doubles from 50µs up to 20ms:
-// bounded and never spinning. A stopped holder keeps it past the bound, and
-// that is reported as ErrGuardBusy.
+// processes (reclaim, acquire, renew, release, break) and is held for
+// microseconds at a time.
+//
+// flock has no timed form, and a blocked flock cannot be interrupted (Go's
+// signal handlers restart it). So a contended guard is waited for by a
+// goroutine blocked in flock(2) — granted the moment the holder lets go —
+// while the caller waits for that goroutine or the bound. Sleeping and
+// retrying LOCK_NB instead would pay Go's timer granularity on every
+// retry: a sleep shorter than a millisecond takes a whole one when the
+// process has nothing else to do. A stopped holder keeps the guard past the
+// bound, and that is reported as ErrGuardBusy; the abandoned flock then
+// releases the guard as soon as it is granted.
 func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 	f, err := fsys.OpenGuard(path)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(bound)
-	// The guard is held for microseconds at a time; a waiter woken by a
-	// release usually finds the releaser just closing it, so start small.
-	sleep := 50 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+	fd := int(f.Fd())
+	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	granted := make(chan error, 1)
+	go func() { granted <- flock(fd, unix.LOCK_EX) }()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case err := <-granted:
+		if err != nil {
 			f.Close()
 			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
 		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("%w: %s not granted within %v", ErrGuardBusy, path, bound)
+		return f, nil
+	case <-timer.C:
+		go func() {
+			<-granted
+			f.Close() // releases the guard if it was granted after all
+		}()
+		return nil, fmt.Errorf("%w: %s not granted within %v", ErrGuardBusy, path, bound)
+	}
+}
+
+// flock is flock(2), retried on EINTR.
+func flock(fd, how int) error {
+	for {
+		err := unix.Flock(fd, how)
+		if err != unix.EINTR {
+			return err
 		}
-		time.Sleep(sleep)
-		sleep = min(sleep*2, 20*time.Millisecond)
 	}
 }
 

@@ -198,13 +198,20 @@ func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
 	if err := EnsureDir(fsys, r.Dir); err != nil {
 		return nil, nil, err
 	}
+	lockPath := r.LockPath(runID)
+	// A live holder is reported without taking the guard: a lock file is
+	// only ever replaced whole, so one read is a consistent view, and the
+	// waiters one release wakes would otherwise queue on the guard in front
+	// of the one that takes the lock next.
+	if v, err := r.read(lockPath); err == nil && Judge(v, r.now(), r.self, r.live) == NotStale {
+		return nil, r.holder(lockPath, v), nil
+	}
 	g, err := r.lockGuard(runID)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unlockGuard(g)
 
-	lockPath := r.LockPath(runID)
 	v, err := r.read(lockPath)
 	var seen uint64
 	switch {
