@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,14 +43,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Signals = Notify()
 		defer cfg.Signals.Stop()
 	}
-	// Subscribe to SIGCHLD before the fork, so no exit goes unnoticed.
-	chld := cfg.Signals.Chld()
-	if chld == nil {
-		c := make(chan os.Signal, 1)
-		signal.Notify(c, syscall.SIGCHLD)
-		defer signal.Stop(c)
-		chld = c
-	}
 
 	if brokenNoSubreaper {
 		cfg.KeepOrphans = true
@@ -71,9 +61,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
 	}
 	pid := sp.pid
+	// WINCH, CONT and SIGCHLD now, while the child execs. An orphan that
+	// exits before SIGCHLD is subscribed is reaped on the loop's first turn.
+	cfg.Signals.Complete()
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
 	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, term: term,
-		chld: chld, childExited: exited, cause: noCause}
+		chld: cfg.Signals.Chld(), childExited: exited, cause: noCause}
 	return s.run(ctx), nil
 }
 

@@ -24,10 +24,11 @@ const noCause Reason = -1
 // Reaping and the exec status: the child is started with syscall.ForkExec
 // (no os/exec Cmd, no Cmd.Wait), and every exit — the main child's, a
 // reparented daemon's, a zombie's — is collected by reaper.Reap's
-// wait4(-1, WNOHANG) loop on each SIGCHLD. The main child's status is taken
-// from that loop by pid, so the reaper cannot steal it from anyone.
-// SIGCHLD is subscribed before the fork and Reap runs on every turn of the
-// loop, so an exit can be late by one turn but never lost.
+// wait4(-1, WNOHANG) loop, which runs on every turn of the loop. The main
+// child's status is taken from that loop by pid, so the reaper cannot steal
+// it from anyone. A turn follows the main child's exit (forkAndAwait's
+// waitid) and each SIGCHLD (subscribed right after the fork, before the
+// first turn), so an exit can be late by one turn but never lost.
 type supervision struct {
 	cfg  Config
 	log  zerolog.Logger
