@@ -20,6 +20,14 @@ type FS interface {
 	// boot id changes and a torn file is judged stale), and an fsync costs
 	// more than the rest of an acquisition on a disk-backed /tmp.
 	WriteNew(path string, data []byte, perm fs.FileMode) error
+	// WriteUnnamed writes data to a new file in dir that has no name yet
+	// (O_TMPFILE) and returns it open; errors.ErrUnsupported when the
+	// filesystem or kernel cannot, and the caller uses WriteNew instead.
+	// Dropped unlinked, it vanishes: there is no temp name to remove.
+	WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error)
+	// LinkUnnamed gives a WriteUnnamed file the name path, failing with
+	// EEXIST when path exists, like Link.
+	LinkUnnamed(f *os.File, path string) error
 	Link(oldpath, newpath string) error
 	// RenameNoReplace renames without ever replacing newpath (EEXIST when
 	// newpath exists).

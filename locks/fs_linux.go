@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -161,4 +162,41 @@ func (i *statInfo) Mode() fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
+}
+
+// WriteUnnamed opens an O_TMPFILE in dir and writes data to it.
+func (OSFS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
+	switch {
+	case err == unix.EOPNOTSUPP || err == unix.EISDIR || err == unix.EINVAL:
+		// No O_TMPFILE here (old kernel: EISDIR; filesystem: EOPNOTSUPP).
+		return nil, errors.ErrUnsupported
+	case err != nil:
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	for len(data) > 0 && err == nil {
+		var n int
+		n, err = unix.Write(fd, data)
+		if err == unix.EINTR {
+			err = nil
+		}
+		data = data[max(n, 0):]
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "write", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+// LinkUnnamed links an O_TMPFILE into place through /proc/self/fd, which,
+// unlike linkat's AT_EMPTY_PATH, needs no CAP_DAC_READ_SEARCH.
+func (OSFS) LinkUnnamed(f *os.File, path string) error {
+	var buf [32]byte
+	proc := strconv.AppendInt(append(buf[:0], "/proc/self/fd/"...), int64(f.Fd()), 10)
+	err := unix.Linkat(unix.AT_FDCWD, string(proc), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+	if err != nil {
+		return &os.LinkError{Op: "link", Old: string(proc), New: path, Err: err}
+	}
+	return nil
 }

@@ -56,3 +56,11 @@ func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) 
 func (OSFS) OpenGuard(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
 }
+
+// WriteUnnamed is Linux-only (O_TMPFILE).
+func (OSFS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
+	return nil, errors.ErrUnsupported
+}
+
+// LinkUnnamed is Linux-only.
+func (OSFS) LinkUnnamed(f *os.File, path string) error { return errors.ErrUnsupported }

@@ -293,7 +293,10 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 
 // create writes the payload to a temp file and links it into place: the
 // lock path never shows a half-written file. Whatever happens, the temp
-// file is removed.
+// file is removed. The temp file is an O_TMPFILE where the filesystem has
+// them: it has no name until it is linked, so there is none to remove, and
+// waiters watching the directory are not woken by its removal (with eight
+// waiters, a wake-up each per acquisition). Elsewhere it is a named file.
 func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder, error) {
 	fsys := r.fsys()
 	token, err := r.nextToken(runID, seen)
@@ -314,15 +317,24 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		Command:      truncate(r.Command, maxCommandLen),
 		FencingToken: token,
 	}
-	tmp := lockPath + ".tmp." + p.LockID
 	enc := p.Encode()
-	if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
+	var linkErr error
+	if f, err := fsys.WriteUnnamed(r.Dir, enc, 0o600); err == nil {
+		r.at("acquire:after-temp")
+		linkErr = fsys.LinkUnnamed(f, lockPath)
+		f.Close()
+	} else if !errors.Is(err, errors.ErrUnsupported) {
 		return nil, nil, err
-	}
-	r.at("acquire:after-temp")
-	linkErr := fsys.Link(tmp, lockPath)
-	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.Log.Warn().Err(err).Str("temp_file", tmp).Msg("temp file left for gc")
+	} else {
+		tmp := lockPath + ".tmp." + p.LockID
+		if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
+			return nil, nil, err
+		}
+		r.at("acquire:after-temp")
+		linkErr = fsys.Link(tmp, lockPath)
+		if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.Log.Warn().Err(err).Str("temp_file", tmp).Msg("temp file left for gc")
+		}
 	}
 	if errors.Is(linkErr, fs.ErrExist) {
 		// A writer that does not take the guard got there first.

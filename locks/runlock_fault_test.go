@@ -38,6 +38,22 @@ func (f *faultFS) WriteNew(p string, d []byte, m fs.FileMode) error {
 	return f.OSFS.WriteNew(p, d, m)
 }
 
+func (f *faultFS) WriteUnnamed(dir string, d []byte, m fs.FileMode) (*os.File, error) {
+	f.calls.Add(1)
+	if f.writeNew != nil {
+		return nil, &fs.PathError{Op: "write", Path: dir, Err: f.writeNew}
+	}
+	return f.OSFS.WriteUnnamed(dir, d, m)
+}
+
+func (f *faultFS) LinkUnnamed(file *os.File, n string) error {
+	f.calls.Add(1)
+	if f.link != nil {
+		return &os.LinkError{Op: "link", Old: file.Name(), New: n, Err: f.link}
+	}
+	return f.OSFS.LinkUnnamed(file, n)
+}
+
 func (f *faultFS) Link(o, n string) error {
 	f.calls.Add(1)
 	if f.link != nil {
