@@ -61,8 +61,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
 	}
 	pid := sp.pid
-	// WINCH, CONT and SIGCHLD now, while the child execs. An orphan that
-	// exits before SIGCHLD is subscribed is reaped on the loop's first turn.
+	// SIGCHLD now, while the child execs. An orphan that exits before it
+	// is subscribed is reaped on the loop's first turn.
 	cfg.Signals.Complete()
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
 	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, term: term,

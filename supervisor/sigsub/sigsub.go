@@ -20,10 +20,12 @@ var Forwarded = []os.Signal{
 // Subscription is withlock's subscription to the forwarded signals. It is
 // taken at the very start of a run, before the lock wait, so that a signal
 // arriving while waiting or while the child is being spawned is queued,
-// never lost. Only SIGWINCH, SIGCONT and SIGCHLD, which mean nothing until
-// there is a child, wait for Complete, called once the child is forked:
-// each subscription is a round trip to Go's signal thread, and these three
-// then overlap the child's exec instead of delaying it.
+// never lost. Only SIGCHLD, which reports orphans the supervisor adopted,
+// waits for Complete, called once the child is forked: each subscription
+// is a round trip to Go's signal thread, and that one then overlaps the
+// child's exec instead of delaying it. (A forwarded signal cannot wait: the
+// child may be ready, and someone signalling it through withlock, before
+// a supervisor on a busy CPU gets to subscribe.)
 type Subscription struct {
 	c chan os.Signal
 	// inherited holds the forwarded signals that withlock's parent ignored
@@ -35,27 +37,15 @@ type Subscription struct {
 	inherited chan os.Signal
 	// chld is SIGCHLD, which tells the supervisor that an orphan it adopted
 	// has exited (the main child's exit it learns from waitid).
-	chld chan os.Signal
-	// later are the forwarded signals Complete subscribes.
-	later    []os.Signal
+	chld     chan os.Signal
 	complete sync.Once
-}
-
-// childOnly are the signals that matter only once there is a child: a
-// terminal resize and a continue are for it (the kernel continues withlock
-// itself whatever its handler), and SIGCHLD reports its adopted orphans.
-// One that arrives before Complete is not forwarded, and the child, not yet
-// started, misses nothing: it reads the terminal's size itself.
-func childOnly(sig os.Signal) bool {
-	return sig == syscall.SIGWINCH || sig == syscall.SIGCONT
 }
 
 // buffer is how many signals may queue before they are read; the signal
 // package drops what does not fit.
 const buffer = 64
 
-// Subscribe subscribes, at once, to the forwarded signals that matter
-// before there is a child, and to every one withlock's parent ignored.
+// Subscribe subscribes, at once, to the forwarded signals.
 func Subscribe() *Subscription {
 	s := &Subscription{
 		c:         make(chan os.Signal, buffer),
@@ -64,14 +54,9 @@ func Subscribe() *Subscription {
 	}
 	var wanted, ignored []os.Signal
 	for _, sig := range Forwarded {
-		switch {
-		case signal.Ignored(sig):
-			// Before the fork even if child-only: the handler is what
-			// keeps the child from inheriting the ignore.
+		if signal.Ignored(sig) {
 			ignored = append(ignored, sig)
-		case childOnly(sig):
-			s.later = append(s.later, sig)
-		default:
+		} else {
 			wanted = append(wanted, sig)
 		}
 	}
@@ -82,15 +67,10 @@ func Subscribe() *Subscription {
 	return s
 }
 
-// Complete subscribes the child-only signals and SIGCHLD; the supervisor
-// calls it once the child is forked. It is idempotent.
+// Complete subscribes SIGCHLD; the supervisor calls it once the child is
+// forked. It is idempotent.
 func (s *Subscription) Complete() {
-	s.complete.Do(func() {
-		signal.Notify(s.chld, syscall.SIGCHLD)
-		if len(s.later) > 0 {
-			signal.Notify(s.c, s.later...)
-		}
-	})
+	s.complete.Do(func() { signal.Notify(s.chld, syscall.SIGCHLD) })
 }
 
 // InBackground subscribes like Subscribe on another goroutine and returns a

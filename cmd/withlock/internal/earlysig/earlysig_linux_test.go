@@ -87,7 +87,14 @@ func TestTake(t *testing.T) {
 		}
 	}
 	expect(syscall.SIGUSR2)
-	// The child-only signals join once the supervisor completes it.
-	s.Complete()
 	expect(syscall.SIGWINCH)
+	s.Complete()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGCHLD); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Chld():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGCHLD sent to self never arrived after Complete")
+	}
 }
