@@ -65,24 +65,27 @@ func TestSignalQueuedBeforeRunIsDelivered(t *testing.T) {
 	}
 }
 
-// startTermIgnorer supervises a shell that ignores TERM (and so do its
-// sleeps, which inherit the ignore) and waits until it runs.
-func startTermIgnorer(t *testing.T, grace time.Duration) *helper {
+// startTermIgnorer supervises a shell that survives TERM (its sleeps die of
+// it and the loop starts another) and waits until it runs. It returns the
+// file the shell creates when a TERM reaches it.
+func startTermIgnorer(t *testing.T, grace time.Duration) (h *helper, gotTerm string) {
 	t.Helper()
-	ready := filepath.Join(t.TempDir(), "child-ready")
-	h := startHelper(t, helperOpts{
-		argv: []string{"sh", "-c", `trap "" TERM; : > "$CHILD_READY"; while :; do sleep 0.05; done`},
-		env:  []string{"HELPER_GRACE=" + grace.String(), "CHILD_READY=" + ready},
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "child-ready")
+	h = startHelper(t, helperOpts{
+		argv: []string{"sh", "-c", `trap ': > "$CHILD_GOT_TERM"' TERM; : > "$CHILD_READY"; while :; do sleep 0.05; done`},
+		env: []string{"HELPER_GRACE=" + grace.String(), "CHILD_READY=" + ready,
+			"CHILD_GOT_TERM=" + filepath.Join(dir, "child-got-term")},
 	})
 	waitFor(t, defaultWait, "child ready", func() bool { _, err := os.Stat(ready); return err == nil })
-	return h
+	return h, filepath.Join(dir, "child-got-term")
 }
 
 // TestTermIgnoringChildIsKilledAfterGrace: TERM to withlock is forwarded, the
 // child ignores it, KILL follows the grace, and Run returns soon after.
 func TestTermIgnoringChildIsKilledAfterGrace(t *testing.T) {
 	const grace = 500 * time.Millisecond
-	h := startTermIgnorer(t, grace)
+	h, _ := startTermIgnorer(t, grace)
 	start := time.Now()
 	h.signal(t, syscall.SIGTERM)
 	r := h.wait(t)
@@ -104,8 +107,12 @@ func TestTermIgnoringChildIsKilledAfterGrace(t *testing.T) {
 
 // TestSecondTermKillsAtOnce: during the grace a second TERM kills now.
 func TestSecondTermKillsAtOnce(t *testing.T) {
-	h := startTermIgnorer(t, time.Minute)
+	h, got := startTermIgnorer(t, time.Minute)
 	h.signal(t, syscall.SIGTERM)
+	// The INT must come second: sent at once, both can be pending in Go's
+	// runtime together, which hands them over in signal-number order (INT
+	// first, forwarded, and the child dies of it).
+	waitFor(t, defaultWait, "the child to get the forwarded TERM", func() bool { _, err := os.Stat(got); return err == nil })
 	h.signal(t, syscall.SIGINT)
 	r := h.wait(t)
 	if r.Status != 137 {
