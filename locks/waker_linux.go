@@ -3,6 +3,7 @@ package locks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -150,6 +151,15 @@ func (w *waker) watchPid(pid int) {
 		return
 	}
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.ESRCH) {
+		// Gone, and reaped, since the attempt that found it alive: as good
+		// as its pidfd turning readable (without this, the wait would last
+		// until the safety poll).
+		ended := make(chan struct{})
+		close(ended)
+		w.pidEnded = ended
+		return
+	}
 	if err != nil {
 		return
 	}
