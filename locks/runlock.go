@@ -143,7 +143,7 @@ func (h *Holder) Describe(now time.Time) string {
 		fmt.Fprintf(&b, " on %s", h.Host)
 	}
 	if h.Command != "" {
-		fmt.Fprintf(&b, " (%s)", oneLine(h.Command))
+		fmt.Fprintf(&b, " (%s)", OneLine(h.Command))
 	}
 	if h.CreatedAt > 0 {
 		fmt.Fprintf(&b, " for %s", age(now, h.Created()))
@@ -151,9 +151,11 @@ func (h *Holder) Describe(now time.Time) string {
 	return b.String()
 }
 
-// oneLine keeps a command on one line: a conflict is reported in exactly
-// one line, and a holder's `sh -c` script may hold newlines.
-func oneLine(s string) string {
+// OneLine turns control characters (newlines and tabs of a `sh -c` script,
+// terminal escapes) into spaces, so that text taken from a lock file — a
+// holder's command above all — stays on its line: a conflict is reported in
+// exactly one line, a table row or a redrawn waiting line must not break.
+func OneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '

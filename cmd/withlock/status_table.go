@@ -5,7 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"unicode"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // table collects rows and prints them with aligned columns.
@@ -13,10 +14,10 @@ type table struct{ rows [][]string }
 
 func newTable(header ...string) *table { return &table{rows: [][]string{header}} }
 
-// row adds a row; each cell is made one printable line (see oneLine).
+// row adds a row; each cell is made one printable line (locks.OneLine).
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = oneLine(c)
+		cells[i] = locks.OneLine(c)
 	}
 	t.rows = append(t.rows, cells)
 }
@@ -27,17 +28,4 @@ func (t *table) write(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
-}
-
-// oneLine turns control characters (newlines and tabs of a `sh -c` script,
-// terminal escapes) into spaces, so that text taken from a lock file — a
-// holder's command above all — stays on its line: a newline would break a
-// table row or the waiting line, which is redrawn with a carriage return.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
 }

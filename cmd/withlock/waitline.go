@@ -104,7 +104,7 @@ func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
 // line and cut to the terminal's width (a broken or wrapped line could not
 // be redrawn), clear to the end of the line.
 func (w *waitLine) drawLocked() {
-	text := oneLine(w.text(w.now()))
+	text := locks.OneLine(w.text(w.now()))
 	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
 		text = cutRunes(text, cols-1)
 	}
