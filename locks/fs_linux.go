@@ -59,14 +59,7 @@ func (OSFS) WriteNew(path string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	for len(data) > 0 && err == nil {
-		var n int
-		n, err = unix.Write(fd, data)
-		if err == unix.EINTR {
-			err = nil
-		}
-		data = data[max(n, 0):]
-	}
+	err = writeAll(fd, data)
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
@@ -164,6 +157,21 @@ func (i *statInfo) Mode() fs.FileMode {
 	return m
 }
 
+// writeAll writes all of data to fd, retrying EINTR and short writes.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
 // WriteUnnamed opens an O_TMPFILE in dir and writes data to it.
 func (OSFS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
 	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
@@ -174,14 +182,7 @@ func (OSFS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, e
 	case err != nil:
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	for len(data) > 0 && err == nil {
-		var n int
-		n, err = unix.Write(fd, data)
-		if err == unix.EINTR {
-			err = nil
-		}
-		data = data[max(n, 0):]
-	}
+	err = writeAll(fd, data)
 	if err != nil {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "write", Path: dir, Err: err}
