@@ -60,7 +60,7 @@ func (f *ScopeFile) reclaim(reg *ScopeRegistry) {
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
 func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
-	file, err := f.openLocked(ctx, sharedExisting)
+	file, data, err := f.openRead(ctx, sharedExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -68,10 +68,6 @@ func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
 		return nil, err
 	}
 	defer file.Close()
-	data, err := readRegistry(file, f.Path)
-	if err != nil {
-		return nil, err
-	}
 	reg, _, err := f.load(data)
 	if err != nil {
 		return nil, err
@@ -84,7 +80,7 @@ func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
 // with it. A registry that loads — directly or from its backup — is left
 // alone. It returns the paths things were moved to.
 func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
-	file, err := f.openLocked(ctx, exclusiveExisting)
+	file, data, err := f.openRead(ctx, exclusiveExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -92,10 +88,6 @@ func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer file.Close()
-	data, err := readRegistry(file, f.Path)
-	if err != nil {
-		return nil, err
-	}
 	if _, _, err = f.load(data); err == nil {
 		return nil, nil
 	}

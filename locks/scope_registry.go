@@ -104,15 +104,11 @@ func (f *ScopeFile) now() time.Time {
 // most of a millisecond), then renamed into place before the registry is
 // truncated — or removed when the registry is not rewritten after all.
 func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error) error {
-	file, err := f.openLocked(ctx, exclusive)
+	file, data, err := f.openRead(ctx, exclusive)
 	if err != nil {
 		return err
 	}
 	defer file.Close() // releases the flock
-	data, err := readRegistry(file, f.Path)
-	if err != nil {
-		return err
-	}
 	reg, backup, err := f.load(data)
 	if err != nil {
 		return err
@@ -293,6 +289,21 @@ func rewriteInPlace(file *os.File, data []byte) error {
 		return err
 	}
 	return file.Sync()
+}
+
+// openRead opens the registry with access, which takes its flock, and
+// reads it. The caller closes the file, which releases the flock.
+func (f *ScopeFile) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
+	file, err := f.openLocked(ctx, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := readRegistry(file, f.Path)
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return file, data, nil
 }
 
 // readRegistry reads the whole locked file; past maxScopeRegistry only one
