@@ -2,6 +2,7 @@ package reaper_test
 
 import (
 	"fmt"
+	"github.com/withlock/withlock/internal/testwait"
 	"os"
 	"os/exec"
 	"slices"
@@ -19,13 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 func pidsOf(ps []reaper.Process) []int {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/withlock/withlock/internal/testwait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,17 +130,7 @@ func (h *helper) readResult(t *testing.T) helperResult {
 	return r
 }
 
-// waitFor polls cond every few milliseconds until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = testwait.For
 
 // withToken lists the pids whose environment holds SUPERVISOR_TEST_TOKEN=token,
 // with their state letter (Z for zombie).

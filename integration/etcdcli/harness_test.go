@@ -5,6 +5,7 @@ package etcdcli
 import (
 	"bytes"
 	"errors"
+	"github.com/withlock/withlock/internal/testwait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,17 +142,7 @@ func status(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+var waitFor = testwait.For
 
 // contenders are the keys queued on runID's mutex (default prefix).
 func contenders(t *testing.T, cl *clientv3.Client, runID string) []string {

@@ -5,6 +5,7 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"github.com/withlock/withlock/internal/testwait"
 	"runtime"
 	"strings"
 	"testing"
@@ -67,17 +68,7 @@ func contenders(t *testing.T, s *etcdtest.Server, l *etcdlock.Locker, runID stri
 	return keys
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+var waitFor = testwait.For
 
 // checkNoLockGoroutines fails when goroutines of this package or of etcd
 // clients outlive the locks (the embedded server's own are not counted).
