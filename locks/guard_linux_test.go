@@ -4,10 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // holdGuard takes the guard the way another withlock would: its own open
@@ -24,27 +28,40 @@ func holdGuard(t *testing.T, path string) *os.File {
 	return f
 }
 
-// A contended guard is granted once its holder lets go, not after a poll.
+// A contended guard is waited for in the kernel (a blocked flock, seen in
+// /proc/locks) and granted once its holder lets go, not after a poll.
 func TestGuardGrantedOnRelease(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.guard")
 	holder := holdGuard(t, path)
-	released := make(chan time.Time, 1)
+	type result struct {
+		g   *os.File
+		err error
+	}
+	got := make(chan result, 1)
 	go func() {
-		// A pause so that lockGuard usually finds the guard held and takes
-		// the blocking path; the assertions hold either way.
-		time.Sleep(50 * time.Millisecond)
-		released <- time.Now()
-		holder.Close()
+		g, err := lockGuard(OSFS{}, path, time.Minute)
+		got <- result{g, err}
 	}()
-	g, err := lockGuard(OSFS{}, path, 10*time.Second)
-	if err != nil {
-		t.Fatalf("lockGuard: %v", err)
+	testwait.For(t, 10*time.Second, "lockGuard blocked in flock on the guard", func() bool {
+		return blockedFlocks(t, path) == 1
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("lockGuard returned (%v) while the guard was held", r.err)
+	default:
 	}
+	holder.Close()
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("guard not granted after its holder let go")
+	}
+	if r.err != nil {
+		t.Fatalf("lockGuard: %v", r.err)
+	}
+	g := r.g
 	defer unlockGuard(g)
-	at := <-released
-	if !time.Now().After(at) {
-		t.Fatal("guard granted before its holder released it")
-	}
 	// Ours now: a third party is refused.
 	other, err := os.Open(path)
 	if err != nil {
@@ -54,6 +71,25 @@ func TestGuardGrantedOnRelease(t *testing.T) {
 	if err := unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
 		t.Fatalf("third party's flock while we hold the guard: %v, want EWOULDBLOCK", err)
 	}
+}
+
+// blockedFlocks counts the flock waiters the kernel has queued on path's
+// inode: the "->" lines of /proc/locks.
+func blockedFlocks(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Skipf("no /proc/locks: %v", err)
+	}
+	suffix := ":" + strconv.FormatUint(inodeOf(t, path), 10)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[1] == "->" && f[2] == "FLOCK" && strings.HasSuffix(f[6], suffix) {
+			n++
+		}
+	}
+	return n
 }
 
 // A holder that never lets go (a stopped withlock) ends the wait at the
