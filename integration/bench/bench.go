@@ -15,6 +15,8 @@ import (
 type bench struct {
 	withlock        string // path of the binary under test; "" when unavailable
 	withlockMissing string // why it is unavailable
+	goFloor         string // path of the go-floor peer (./gofloor); "" when its build failed
+	goFloorMissing  string // why it is unavailable
 	tmp             string // scratch directory, removed at the end
 	env             []string
 
@@ -25,6 +27,11 @@ type bench struct {
 // withlockTool returns a withlock tool, or a missing one when the binary is unavailable.
 func (b *bench) withlockTool(command string, measure func(i int) (float64, error)) *tool {
 	return &tool{name: "withlock", command: command, missing: b.withlockMissing, measure: measure}
+}
+
+// goFloorTool returns the go-floor tool, or a missing one when its build failed.
+func (b *bench) goFloorTool(command string, measure func(i int) (float64, error)) *tool {
+	return &tool{name: "go-floor", command: command, missing: b.goFloorMissing, measure: measure}
 }
 
 // peer returns a tool for an executable on PATH, "n/a (not installed)" when absent.

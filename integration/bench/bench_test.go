@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -165,5 +166,30 @@ func TestScopeSectionMeasures(t *testing.T) {
 		if v, err := tools[0].measure(i); err != nil || v <= 0 {
 			t.Fatalf("run %d = %v ms, %v", i, v, err)
 		}
+	}
+}
+
+// TestGoFloorPassesStatusOn: the go-floor peer builds, runs its command
+// under the lock and exits with the command's status, 128+N for signal N.
+func TestGoFloorPassesStatusOn(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not in PATH")
+	}
+	b := &bench{tmp: t.TempDir(), env: os.Environ()}
+	path, missing := prepareGoFloor(b.tmp)
+	if missing != "" {
+		t.Fatalf("go-floor: %s", missing)
+	}
+	lock := filepath.Join(b.tmp, "f.lock")
+	for _, tt := range []struct {
+		script string
+		want   int
+	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -TERM $$", 128 + 15}} {
+		if _, err := b.runExpect(tt.want, path, lock, "sh", "-c", tt.script); err != nil {
+			t.Errorf("%s: %v", tt.script, err)
+		}
+	}
+	if _, err := b.runExpect(127, path, lock, "no-such-command-here"); err != nil {
+		t.Error(err)
 	}
 }

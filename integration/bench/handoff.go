@@ -19,7 +19,7 @@ func init() {
 		title: "hand-off: holder's child ends → waiter's child starts",
 		unit:  "ms",
 		note: "timestamps (date +%s%N) written by the holder's child just before it exits and by the waiter's child " +
-			"as it starts; both sides pay one exec of date(1)",
+			"as it starts; both sides pay one exec of date(1); go-floor waits without a bound (blocking flock)",
 		runs: func(b *bench) int { return b.handoffRuns },
 		prepare: func(b *bench) ([]*tool, func(), error) {
 			dir := b.dir("handoff")
@@ -35,7 +35,11 @@ func init() {
 					return b.handoff([]string{path, lockFile}, []string{path, "-w", "10", lockFile})
 				}
 			})
-			return []*tool{wl, fl}, func() {}, nil
+			goFloorLock := filepath.Join(dir, "gofloor.lock")
+			gf := b.goFloorTool("gofloor F (holder and waiter)", func(int) (float64, error) {
+				return b.handoff([]string{b.goFloor, goFloorLock}, []string{b.goFloor, goFloorLock})
+			})
+			return []*tool{wl, fl, gf}, func() {}, nil
 		},
 	})
 }

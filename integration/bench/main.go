@@ -1,5 +1,6 @@
 // Command bench compares withlock with the tools people use today (flock,
-// tini, timeout): start-up overhead, lock hand-off latency, throughput under
+// tini, timeout) and with go-floor, the smallest Go lock wrapper (./gofloor,
+// built at start): start-up overhead, lock hand-off latency, throughput under
 // contention, supervision cost, CPU while waiting and memory. Tools are
 // measured interleaved, run by run, so machine noise hits all of them alike;
 // it prints medians and ranges in one table at the end.
@@ -67,6 +68,7 @@ func run() int {
 	b.tmp = tmp
 	b.env = benchEnv()
 	b.withlock, b.withlockMissing = prepareWithlock(opts.bin, tmp)
+	b.goFloor, b.goFloorMissing = prepareGoFloor(tmp)
 
 	report := benchReport{Started: time.Now(), Machine: machine(b.withlock)}
 	for _, s := range selected {
@@ -149,17 +151,38 @@ func prepareWithlock(bin, tmp string) (path, missing string) {
 		return abs, ""
 	}
 	path = filepath.Join(tmp, "withlock")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	// The Makefile's release build (make build): static, no docs support.
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", path, "github.com/withlock/withlock/cmd/withlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: go build ./cmd/withlock: %v\n%s", err, out)
+	if err := releaseBuild(path, "github.com/withlock/withlock/cmd/withlock"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		return "", "n/a (build failed)"
 	}
 	return path, ""
+}
+
+// prepareGoFloor builds the go-floor peer (./integration/bench/gofloor)
+// into tmp and returns its path, or why there is none.
+func prepareGoFloor(tmp string) (path, missing string) {
+	path = filepath.Join(tmp, "gofloor")
+	if err := releaseBuild(path, "github.com/withlock/withlock/integration/bench/gofloor"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return "", "n/a (build failed)"
+	}
+	return path, ""
+}
+
+// releaseBuild builds pkgs (import paths or directories inside the module)
+// as the Makefile's release build does (make build): static, -trimpath, no
+// urfave/cli docs support. With several packages, out is a directory ending
+// in "/" and each binary is named after its package's directory.
+func releaseBuild(out string, pkgs ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append([]string{"build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", out}, pkgs...)
+	build := exec.CommandContext(ctx, "go", args...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, output)
+	}
+	return nil
 }
 
 // benchEnv is this process's environment without withlock's own variables,

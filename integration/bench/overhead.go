@@ -5,11 +5,12 @@ import "path/filepath"
 // overhead: what taking and releasing a lock costs around the smallest command.
 func init() {
 	register(section{
-		order:  10,
-		name:   "overhead",
-		title:  "lock, run `true`, release (wall per run)",
-		unit:   "ms",
-		note:   "fork+exec+wait of the whole command; `true` alone is the floor",
+		order: 10,
+		name:  "overhead",
+		title: "lock, run `true`, release (wall per run)",
+		unit:  "ms",
+		note: "fork+exec+wait of the whole command; `true` alone is the floor; go-floor (./gofloor) is the smallest " +
+			"Go lock wrapper (open, flock, fork+exec, wait4): what any Go binary costs next to flock, a C program",
 		runs:   func(b *bench) int { return b.n },
 		warmup: true,
 		prepare: func(b *bench) ([]*tool, func(), error) {
@@ -20,6 +21,7 @@ func init() {
 				peer("flock", "flock F true", func(path string) func(int) (float64, error) {
 					return b.wallOf(0, path, lockFile, "/bin/true")
 				}),
+				b.goFloorTool("gofloor F true", b.wallOf(0, b.goFloor, filepath.Join(dir, "gofloor.lock"), "/bin/true")),
 				peer("true", "true", func(path string) func(int) (float64, error) {
 					return b.wallOf(0, path)
 				}),

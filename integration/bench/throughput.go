@@ -26,6 +26,7 @@ func init() {
 				peer("flock", "flock -w 60 F true, "+shape, func(path string) func(int) (float64, error) {
 					return b.contended(path, "-w", "60", lockFile, "true")
 				}),
+				b.goFloorTool("gofloor F true, "+shape, b.contended(b.goFloor, filepath.Join(dir, "gofloor.lock"), "true")),
 			}, func() {}, nil
 		},
 	})
