@@ -193,3 +193,35 @@ func TestGoFloorPassesStatusOn(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTableShowsDeltasAgainstBase: a section with a base prints each
+// tool's median minus the base's, signed, and puts it in the JSON; tools
+// without runs get none.
+func TestTableShowsDeltasAgainstBase(t *testing.T) {
+	s := section{name: "d", title: "deltas", unit: "ms", base: "hello"}
+	tools := []*tool{
+		{name: "withlock", command: "withlock --version", samples: []float64{3, 3.5, 4}},
+		{name: "hello", command: "hello", samples: []float64{1, 1, 1}},
+		{name: "+fast", command: "fast", samples: []float64{0.75}},
+		{name: "+gone", command: "gone", missing: "n/a (build failed)"},
+	}
+	r := benchReport{Sections: []sectionResult{result(s, tools)}}
+	var got []string
+	for _, tr := range r.Sections[0].Tools {
+		got = append(got, deltaCell(tr))
+	}
+	if want := []string{"+2.50", "+0.00", "-0.25", ""}; !slices.Equal(got, want) {
+		t.Errorf("deltas %q, want %q", got, want)
+	}
+	var out bytes.Buffer
+	writeTable(&out, r)
+	for _, want := range []string{"Δ vs hello", "+2.50", "-0.25"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	noBase := result(section{name: "x", unit: "ms"}, tools)
+	if noBase.Tools[0].Delta != nil {
+		t.Error("a section without a base has deltas")
+	}
+}

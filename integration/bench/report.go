@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +31,7 @@ type sectionResult struct {
 	Unit   string       `json:"unit"`
 	Note   string       `json:"note,omitempty"`
 	Target float64      `json:"target,omitempty"` // a bound withlock's runs should stay under, in Unit
+	Base   string       `json:"base,omitempty"`   // the tool each Delta is taken against
 	Error  string       `json:"error,omitempty"`  // the section could not be prepared
 	Tools  []toolResult `json:"tools"`
 }
@@ -45,12 +47,13 @@ type toolResult struct {
 	Min     float64   `json:"min"`
 	Max     float64   `json:"max"`
 	Ratio   *float64  `json:"withlock_ratio,omitempty"` // withlock's median ÷ this tool's
+	Delta   *float64  `json:"delta,omitempty"`          // this tool's median − the base tool's, in Unit
 	Samples []float64 `json:"samples"`
 }
 
 // result summarises a measured section; the first tool is the subject.
 func result(s section, tools []*tool) sectionResult {
-	r := sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Note: s.note, Target: s.target}
+	r := sectionResult{Name: s.name, Title: s.title, Unit: s.unit, Note: s.note, Target: s.target, Base: s.base}
 	var subject summary
 	for i, t := range tools {
 		sum := summarize(t.samples)
@@ -68,7 +71,23 @@ func result(s section, tools []*tool) sectionResult {
 		}
 		r.Tools = append(r.Tools, tr)
 	}
+	addDeltas(r.Tools, s.base)
 	return r
+}
+
+// addDeltas sets every measured tool's Delta to its median minus that of
+// the tool named base, when base was measured.
+func addDeltas(tools []toolResult, base string) {
+	i := slices.IndexFunc(tools, func(t toolResult) bool { return t.Tool == base })
+	if base == "" || i < 0 || tools[i].Runs == 0 {
+		return
+	}
+	for k := range tools {
+		if tools[k].Runs > 0 {
+			delta := tools[k].Median - tools[i].Median
+			tools[k].Delta = &delta
+		}
+	}
 }
 
 // failed reports whether any measurement failed (a missing peer is not a failure).
@@ -99,9 +118,17 @@ func writeTable(w io.Writer, r benchReport) {
 			fmt.Fprintf(tw, "  error: %s\n", oneLine(s.Error))
 			continue
 		}
-		fmt.Fprintf(tw, "  tool\tcommand\truns\tmedian\tp90\tmin–max\tratio\n")
+		header, deltas := "  tool\tcommand\truns\tmedian\tp90\tmin–max\tratio", s.Base != ""
+		if deltas {
+			header += "\tΔ vs " + s.Base
+		}
+		fmt.Fprintln(tw, header)
 		for _, t := range s.Tools {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Tool, t.Command, cells(t))
+			row := cells(t)
+			if deltas {
+				row += "\t" + deltaCell(t)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Tool, t.Command, row)
 		}
 		if s.Target > 0 {
 			fmt.Fprintf(tw, "  target: withlock under %s %s\n", num(s.Target), s.Unit)
@@ -130,6 +157,17 @@ func cells(t toolResult) string {
 		line += "  (then error: " + oneLine(t.Error) + ")"
 	}
 	return line
+}
+
+// deltaCell is a tool's Delta with its sign, empty when there is none.
+func deltaCell(t toolResult) string {
+	switch {
+	case t.Delta == nil:
+		return ""
+	case *t.Delta < 0:
+		return "-" + num(-*t.Delta)
+	}
+	return "+" + num(*t.Delta)
 }
 
 // num prints a value with two decimals below 10, one below 100, none above.

@@ -16,6 +16,9 @@ type section struct {
 	note  string // how to read the numbers, printed under the table
 	// target, when set, is a bound the subject's runs should stay under, in unit.
 	target float64
+	// base, when set, names the tool every tool's median is also compared
+	// with as a difference (a column "Δ vs base", in unit).
+	base string
 	// warmup runs each tool once, unrecorded, before measuring (for quick runs).
 	warmup bool
 	// runs is how many interleaved rounds to measure (each tool once per round).
