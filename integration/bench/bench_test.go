@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"go/format"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -223,5 +227,81 @@ func TestTableShowsDeltasAgainstBase(t *testing.T) {
 	noBase := result(section{name: "x", unit: "ms"}, tools)
 	if noBase.Tools[0].Delta != nil {
 		t.Error("a section without a base has deltas")
+	}
+}
+
+// TestDepinitProgramsAreGofmtdHelloWorlds: hello imports nothing else, each
+// dependency gets a program of its own, "all" imports every one, and each
+// source is already gofmt'd and imports exactly what it says.
+func TestDepinitProgramsAreGofmtdHelloWorlds(t *testing.T) {
+	progs := depinitPrograms()
+	if len(progs) != len(depinitDeps)+2 || progs[0].name != "hello" || progs[len(progs)-1].name != "all" {
+		t.Fatalf("programs %+v: want hello, one per dependency, all", progs)
+	}
+	var all []string
+	for i, d := range depinitDeps {
+		if p := progs[i+1]; p.name != d.name || !slices.Equal(p.imports, []string{d.path}) {
+			t.Errorf("program %d = %+v, want %s importing %s", i+1, p, d.name, d.path)
+		}
+		all = append(all, d.path)
+	}
+	for _, p := range progs {
+		src := p.source()
+		formatted, err := format.Source([]byte(src))
+		if err != nil || string(formatted) != src {
+			t.Errorf("%s: not gofmt'd (%v):\n%s", p.name, err, src)
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p.name+".go", src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blank []string
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path != "os" {
+				blank = append(blank, path)
+			}
+		}
+		want := p.imports
+		if p.name == "all" {
+			want = all
+		}
+		if !slices.Equal(blank, slices.Sorted(slices.Values(want))) {
+			t.Errorf("%s imports %v, want os and %v", p.name, blank, want)
+		}
+	}
+}
+
+// TestDepinitDepsAreWithlocks: depinitDeps is exactly the set of packages
+// from other modules that withlock's own packages import in the release
+// build of cmd/withlock.
+func TestDepinitDepsAreWithlocks(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not in PATH")
+	}
+	const module = "github.com/withlock/withlock"
+	list := exec.Command("go", "list", "-deps", "-tags", "urfave_cli_no_docs",
+		"-f", `{{if .Module}}{{if eq .Module.Path "`+module+`"}}{{join .Imports "\n"}}{{end}}{{end}}`,
+		module+"/cmd/withlock")
+	list.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var linked []string
+	for _, path := range strings.Fields(string(out)) {
+		first, _, _ := strings.Cut(path, "/")
+		if strings.Contains(first, ".") && !strings.HasPrefix(path, module+"/") && !slices.Contains(linked, path) {
+			linked = append(linked, path)
+		}
+	}
+	var listed []string
+	for _, d := range depinitDeps {
+		listed = append(listed, d.path)
+	}
+	slices.Sort(linked)
+	slices.Sort(listed)
+	if !slices.Equal(linked, listed) {
+		t.Errorf("cmd/withlock links %v from other modules; depinitDeps has %v", linked, listed)
 	}
 }

@@ -1,7 +1,8 @@
 // Command bench compares withlock with the tools people use today (flock,
 // tini, timeout) and with go-floor, the smallest Go lock wrapper (./gofloor,
-// built at start): start-up overhead, lock hand-off latency, throughput under
-// contention, supervision cost, CPU while waiting and memory. Tools are
+// built at start): start-up overhead, what each dependency adds to a Go
+// program's start-up, lock hand-off latency, throughput under contention,
+// supervision cost, CPU while waiting and memory. Tools are
 // measured interleaved, run by run, so machine noise hits all of them alike;
 // it prints medians and ranges in one table at the end.
 //
