@@ -87,7 +87,14 @@ func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) 
 	if !fi.Mode().IsRegular() {
 		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
 	}
-	data := make([]byte, 0, min(max(st.Size, 0), limit)+1)
+	// A /proc or /sys file reports size 0 and reads whole in one call: give
+	// it a page's worth, not a buffer grown from one byte (six reads for
+	// the boot id instead of two).
+	size := st.Size
+	if size <= 0 {
+		size = 512
+	}
+	data := make([]byte, 0, min(size, limit)+1)
 	for int64(len(data)) <= limit {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
