@@ -50,18 +50,3 @@ func (OSFS) Lstat(path string) (fs.FileInfo, error)    { return os.Lstat(path) }
 func (OSFS) Link(oldpath, newpath string) error        { return os.Link(oldpath, newpath) }
 func (OSFS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
 func (OSFS) Remove(path string) error                  { return os.Remove(path) }
-
-func (OSFS) OpenCounter(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = errNotRegular
-		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return f, nil
-}

@@ -117,6 +117,32 @@ func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) 
 	return data, fi, nil
 }
 
+// OpenCounter opens the fencing counter without following a symlink or
+// blocking on a FIFO, refuses anything but a regular file, and hands Go a
+// blocking descriptor: os.OpenFile would try to register it with the
+// poller, and that first registration sets the poller up (epoll_create,
+// eventfd, epoll_ctl) in a run that otherwise never needs it.
+func (OSFS) OpenCounter(path string) (*os.File, error) {
+	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 func (OSFS) OpenGuard(path string) (*os.File, error) {
 	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW, 0o600)
 	if err != nil {

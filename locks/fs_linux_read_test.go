@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReadLockFile reads files whose size stat does not know (procfs reports 0)
@@ -48,5 +50,52 @@ func TestReadLockFileSizelessAndCapped(t *testing.T) {
 	}
 	if data, _, err := (OSFS{}).ReadLockFile(empty, 4096); err != nil || len(data) != 0 {
 		t.Fatalf("empty file: %q (%v)", data, err)
+	}
+}
+
+// OpenCounter refuses what is not a regular file without blocking (a FIFO
+// would block a plain open) and without following a symlink, and hands
+// back a blocking descriptor that reads and writes in place.
+func TestOpenCounterRegularOnlyAndBlocking(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.fence")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.fence")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, link, dir} {
+		if f, err := (OSFS{}).OpenCounter(path); err == nil {
+			f.Close()
+			t.Errorf("%s: opened, want a refusal", path)
+		}
+	}
+
+	path := filepath.Join(dir, "run.fence")
+	f, err := OSFS{}.OpenCounter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil || flags&unix.O_NONBLOCK != 0 {
+		t.Fatalf("flags %#x (%v): want a blocking descriptor", flags, err)
+	}
+	if _, err := f.WriteAt([]byte("00000000000000000042\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := f.ReadAt(buf, 0)
+	if string(buf[:n]) != "00000000000000000042\n" {
+		t.Fatalf("read back %q", buf[:n])
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("created %v (%v), want mode 0600", fi, err)
 	}
 }

@@ -64,3 +64,18 @@ func (OSFS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, e
 
 // LinkUnnamed is Linux-only.
 func (OSFS) LinkUnnamed(f *os.File, path string) error { return errors.ErrUnsupported }
+
+func (OSFS) OpenCounter(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errNotRegular
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return f, nil
+}

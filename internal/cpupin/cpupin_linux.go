@@ -12,7 +12,6 @@
 package cpupin
 
 import (
-	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -78,15 +77,30 @@ func pinAll() {
 	}
 }
 
+// threads lists /proc/self/task with plain system calls: os.Open would
+// try to register the directory with Go's poller, and that first
+// registration sets the poller up (epoll_create, eventfd, epoll_ctl), work
+// a run that never waits does not otherwise need.
 func threads() ([]int, error) {
-	d, err := os.Open("/proc/self/task")
+	fd, err := unix.Open("/proc/self/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, err
+	defer unix.Close(fd)
+	var buf [4096]byte
+	var names []string
+	for {
+		n, err := unix.ReadDirent(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
 	tids := make([]int, 0, len(names))
 	for _, n := range names {

@@ -116,3 +116,41 @@ func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
 		t.Errorf("saw %d threads, want at least the 4 locked ones and main:\n%s", threads, out)
 	}
 }
+
+// threads reads /proc/self/task whole: it names this thread, the main
+// thread and six more kept alive by locked goroutines, once each.
+func TestThreadsListsEveryTask(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	locked := make(chan int)
+	for range 6 {
+		go func() {
+			runtime.LockOSThread()
+			locked <- unix.Gettid()
+			<-done
+		}()
+	}
+	want := []int{os.Getpid()}
+	for range 6 {
+		want = append(want, <-locked)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	want = append(want, unix.Gettid())
+	tids, err := threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, tid := range tids {
+		if tid <= 0 || seen[tid] {
+			t.Fatalf("tid %d listed twice or invalid: %v", tid, tids)
+		}
+		seen[tid] = true
+	}
+	for _, tid := range want {
+		if !seen[tid] {
+			t.Fatalf("threads() = %v lacks %d (want all of %v)", tids, tid, want)
+		}
+	}
+}
