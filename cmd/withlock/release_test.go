@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// fakeHeld is a heldLock whose Release returns err after block closes.
+type fakeHeld struct {
+	err      error
+	block    chan struct{}
+	released chan struct{}
+}
+
+func (f *fakeHeld) Env() []string                     { return nil }
+func (f *fakeHeld) Heartbeat() (<-chan error, func()) { return nil, func() {} }
+func (f *fakeHeld) Release() error {
+	if f.block != nil {
+		<-f.block
+	}
+	close(f.released)
+	return f.err
+}
+
+func newFakeHeld(err error, block chan struct{}) *fakeHeld {
+	return &fakeHeld{err: err, block: block, released: make(chan struct{})}
+}
+
+// releaseBounded waits for the release and reports a failure, stays quiet
+// on success and on a lock already lost, and gives up at its bound on a
+// release that hangs.
+func TestReleaseBounded(t *testing.T) {
+	stopped := 0
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // in the log; "" for nothing
+	}{
+		{"released", nil, ""},
+		{"lost", fmt.Errorf("run x: %w", locks.ErrLost), ""},
+		{"failed", errors.New("unlink /d/x.lock: read-only file system"), "lock not released; it expires with its TTL"},
+	} {
+		var out bytes.Buffer
+		f := newFakeHeld(tc.err, nil)
+		releaseBounded(zerolog.New(&out), "x", f, func() { stopped++ })
+		select {
+		case <-f.released:
+		default:
+			t.Fatalf("%s: returned before the release ran", tc.name)
+		}
+		if got := out.String(); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: logged %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if stopped != 3 {
+		t.Errorf("heartbeat stopped %d times, want 3", stopped)
+	}
+
+	defer func(b time.Duration) { releaseBound = b }(releaseBound)
+	releaseBound = 50 * time.Millisecond
+	var out bytes.Buffer
+	block := make(chan struct{})
+	defer close(block)
+	start := time.Now()
+	releaseBounded(zerolog.New(&out), "x", newFakeHeld(nil, block), func() {})
+	if took := time.Since(start); took < releaseBound {
+		t.Errorf("a hanging release returned after %v, before the %v bound", took, releaseBound)
+	}
+	if !strings.Contains(out.String(), "lock release timed out") {
+		t.Errorf("hanging release logged %q", out.String())
+	}
+}
