@@ -191,13 +191,35 @@ func (w *waker) closePid() {
 	w.pidFile, w.pidEnded, w.pid = nil, nil, 0
 }
 
-// Close releases the waker. Closing an inotify instance waits for an RCU
-// grace period in the kernel (10–20 ms measured here), which would sit
-// between getting the lock and starting the child; it is closed in the
-// background instead.
+// Close releases the waker without waiting on the kernel. Closing an
+// inotify instance that still has a watch waits until the kernel has
+// retired the watch (an SRCU grace period: 10–20 ms measured here), and a
+// process that exits with such an instance open waits the same in its
+// exit, where the caller of withlock sees it. The watch removed first,
+// the retirement runs in the kernel's background and a close a few
+// milliseconds later is instant. So the watch is removed now, off the
+// caller's path, and the instance closed after closeDelay; a process that
+// exits sooner closes it in its exit, as fast once the retirement is done.
 func (w *waker) Close() {
 	w.closePid()
-	if w.ino != nil {
-		go w.ino.Close()
+	if w.ino == nil {
+		return
 	}
+	w.wdMu.Lock()
+	wd := w.wd
+	w.wd = -1
+	w.wdMu.Unlock()
+	ino, delay := w.ino, closeDelay
+	go func() {
+		if wd >= 0 {
+			if conn, err := ino.SyscallConn(); err == nil {
+				conn.Control(func(fd uintptr) { _, _ = unix.InotifyRmWatch(int(fd), uint32(wd)) })
+			}
+		}
+		time.AfterFunc(delay, func() { ino.Close() })
+	}()
 }
+
+// closeDelay is how long after removing its watch Close closes an inotify
+// instance: comfortably past the grace period, so the close does not wait.
+var closeDelay = 100 * time.Millisecond
