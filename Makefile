@@ -3,7 +3,8 @@
 #   make build       bin/withlock and bin/withlock-etcd (static release builds)
 #   make man         bin/withlock.1
 #   make test        gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
-#   make bench       interleaved comparison with flock, tini, timeout -> table + reports/bench.json
+#   make bench       interleaved comparison with flock, tini, timeout, go-floor, and each
+#                    dependency's start-up cost -> table + reports/bench.json
 #   make stress      integration scorecard at full counts (WITHLOCK_STRESS=1), up to 60 min
 #   make fmt-check   gofmt -l must print nothing
 #
