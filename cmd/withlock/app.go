@@ -3,6 +3,7 @@ package main
 import (
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -16,6 +17,9 @@ func newApp() *cli.App {
 		Version:                versionString(),
 		HideHelpCommand:        true,
 		UseShortOptionHandling: true,
+		// Left zero, urfave/cli sets this to the mtime of os.Args[0], a
+		// stat(2) on every start for a field no help template shows.
+		Compiled: time.Unix(0, 0),
 		Commands: []*cli.Command{
 			runCommand(),
 		},
