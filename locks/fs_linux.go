@@ -87,9 +87,9 @@ func (OSFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) 
 	if !fi.Mode().IsRegular() {
 		return nil, fi, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
 	}
-	// A /proc or /sys file reports size 0 and reads whole in one call: give
-	// it a page's worth, not a buffer grown from one byte (six reads for
-	// the boot id instead of two).
+	// A /proc or /sys file reports size 0 and its short contents come whole
+	// in one read: start with 512 bytes, not a buffer grown from one byte
+	// (six reads for the boot id instead of two).
 	size := st.Size
 	if size <= 0 {
 		size = 512

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// randomBytes fills b for a lock id or a scope token: values that must not
+// randomBytes fills b for a lock id or a random scope name: values that must not
 // repeat and that nobody can predict, not key material. They come from the
 // runtime's ChaCha8 generator (math/rand/v2's top-level functions), which
 // Go seeds per process from the kernel's CSPRNG (the 16 random bytes every
