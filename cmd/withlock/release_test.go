@@ -78,3 +78,30 @@ func TestReleaseBounded(t *testing.T) {
 		t.Errorf("hanging release logged %q", out.String())
 	}
 }
+
+// A release slower than the yield but inside the bound is waited for with
+// the timer, and its failure still reported.
+func TestReleaseBoundedWaitsForASlowRelease(t *testing.T) {
+	var out bytes.Buffer
+	block := make(chan struct{})
+	f := newFakeHeld(errors.New("unlink /d/x.lock: input/output error"), block)
+	returned := make(chan struct{})
+	go func() {
+		releaseBounded(zerolog.New(&out), "x", f, func() {})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("returned while the release was still running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(block)
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not return once the release finished")
+	}
+	if !strings.Contains(out.String(), "input/output error") {
+		t.Errorf("logged %q, want the release's error", out.String())
+	}
+}
