@@ -1,4 +1,4 @@
-//go:build etcd
+//go:build linux && etcd
 
 package main
 

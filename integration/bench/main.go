@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench compares withlock with the tools people use today (flock,
 // tini, timeout) and with go-floor, the smallest Go lock wrapper (./gofloor,
 // built at start): start-up overhead, what each dependency adds to a Go

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // supervision: withlock as a process supervisor next to tini and timeout(1).

@@ -8,14 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 )
 
-// Forwarded are the signals withlock passes on to the child's process group.
-var Forwarded = []os.Signal{
-	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT,
-}
+// Forwarded are the signals withlock passes on to the child's process group
+// (signals_unix.go; elsewhere the interrupt alone, for a clean failure).
+var Forwarded = forwarded
 
 // Subscription is withlock's subscription to the forwarded signals. It is
 // taken at the very start of a run, before the lock wait, so that a signal
@@ -70,7 +67,11 @@ func Subscribe() *Subscription {
 // Complete subscribes SIGCHLD; the supervisor calls it once the child is
 // forked. It is idempotent.
 func (s *Subscription) Complete() {
-	s.complete.Do(func() { signal.Notify(s.chld, syscall.SIGCHLD) })
+	s.complete.Do(func() {
+		if len(childExited) > 0 { // Notify with no signals would relay them all
+			signal.Notify(s.chld, childExited...)
+		}
+	})
 }
 
 // InBackground subscribes like Subscribe on another goroutine and returns a

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command gofloor is the smallest lock wrapper Go allows: the bench's
 // "go-floor" peer. Next to flock(1), a C program, it shows what any Go
 // binary costs here (runtime start-up, a static binary's page-ins), so
