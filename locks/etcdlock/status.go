@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -18,22 +19,31 @@ import (
 // (sorted by run id), with its queued waiters counted and what is left of
 // its lease.
 func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
-	cl, err := l.newClient()
+	var owners []*Owner
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		resp, err := cl.Get(rctx, l.prefix(), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			return err
+		}
+		owners = ownersOf(rctx, cl, l.prefix(), resp.Kvs)
+		return nil
+	})
 	if err != nil {
-		return nil, l.unavailable(err)
+		return nil, err
 	}
-	defer cl.Close()
-	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
-	defer cancel()
-	resp, err := cl.Get(rctx, l.prefix(), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-	if err != nil {
-		return nil, l.unavailable(err)
-	}
+	slices.SortFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
+	return owners, nil
+}
+
+// ownersOf turns the keys under prefix, oldest first, into one Owner per
+// run id (the oldest key; the others are its queued waiters), each with
+// what is left of its lease.
+func ownersOf(ctx context.Context, cl *clientv3.Client, prefix string, kvs []*mvccpb.KeyValue) []*Owner {
 	byRun := map[string]*Owner{}
 	var owners []*Owner
-	for _, kv := range resp.Kvs {
-		runID, _, ok := splitKey(l.prefix(), string(kv.Key))
+	for _, kv := range kvs {
+		runID, _, ok := splitKey(prefix, string(kv.Key))
 		if !ok {
 			continue
 		}
@@ -46,10 +56,9 @@ func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 		owners = append(owners, o)
 	}
 	for _, o := range owners {
-		o.TTL = leaseLeft(rctx, cl, o.Lease)
+		o.TTL = leaseLeft(ctx, cl, o.Lease)
 	}
-	slices.SortFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
-	return owners, nil
+	return owners
 }
 
 // leaseLeft is the remaining TTL of a lease, -1 when unknown.
@@ -66,21 +75,15 @@ func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) ti
 
 // Owner finds who holds runID's lock; nil when it is free.
 func (l *Locker) Owner(ctx context.Context, runID string) (*Owner, error) {
-	cl, err := l.newClient()
-	if err != nil {
-		return nil, l.unavailable(err)
-	}
-	defer cl.Close()
-	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
-	defer cancel()
-	o, err := l.owner(rctx, cl, runID)
-	if err != nil {
-		return nil, l.unavailable(err)
-	}
-	if o != nil {
-		o.TTL = leaseLeft(rctx, cl, o.Lease)
-	}
-	return o, nil
+	var o *Owner
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		var err error
+		if o, err = l.owner(rctx, cl, runID); err == nil && o != nil {
+			o.TTL = leaseLeft(rctx, cl, o.Lease)
+		}
+		return err
+	})
+	return o, err
 }
 
 // Break takes the run lock of runID away from its holder by revoking the
@@ -102,6 +105,21 @@ func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
 // a key without a lease is deleted. A lease that is already gone is not an
 // error: the lock is free either way.
 func (l *Locker) Revoke(ctx context.Context, o *Owner) error {
+	return l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		if o.Lease == clientv3.NoLease {
+			_, err := cl.Delete(rctx, o.Key)
+			return err
+		}
+		if _, err := cl.Revoke(rctx, o.Lease); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return err
+		}
+		return nil // it expired or was released meanwhile
+	})
+}
+
+// query runs one short exchange with the cluster on its own client, bounded
+// by the dial timeout; any failure is ErrUnavailable.
+func (l *Locker) query(ctx context.Context, f func(context.Context, *clientv3.Client) error) error {
 	cl, err := l.newClient()
 	if err != nil {
 		return l.unavailable(err)
@@ -109,12 +127,7 @@ func (l *Locker) Revoke(ctx context.Context, o *Owner) error {
 	defer cl.Close()
 	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
 	defer cancel()
-	if o.Lease == clientv3.NoLease {
-		_, err = cl.Delete(rctx, o.Key)
-	} else if _, err = cl.Revoke(rctx, o.Lease); errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		err = nil // it expired or was released meanwhile
-	}
-	if err != nil {
+	if err := f(rctx, cl); err != nil {
 		return l.unavailable(err)
 	}
 	return nil
