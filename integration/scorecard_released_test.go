@@ -112,13 +112,19 @@ func signalProc(t *testing.T, p *execProc, sig syscall.Signal) {
 	}
 }
 
-func removeLockFiles(t *testing.T, dir string) {
+// theLockFile is the one lock file in dir.
+func theLockFile(t *testing.T, dir string) string {
 	t.Helper()
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
 	if len(matches) != 1 {
 		t.Fatalf("lock files in %s: %v, want one", dir, matches)
 	}
-	if err := os.Remove(matches[0]); err != nil {
+	return matches[0]
+}
+
+func removeLockFiles(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Remove(theLockFile(t, dir)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -128,11 +134,8 @@ func removeLockFiles(t *testing.T, dir string) {
 // for 2 s: a foreign writer may be mid-write).
 func corruptLockFiles(t *testing.T, dir string) {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
-	if len(matches) != 1 {
-		t.Fatalf("lock files in %s: %v, want one", dir, matches)
-	}
-	tmp := matches[0] + ".garbage"
+	lockFile := theLockFile(t, dir)
+	tmp := lockFile + ".garbage"
 	if err := os.WriteFile(tmp, []byte("\x00\xffnot json{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +143,7 @@ func corruptLockFiles(t *testing.T, dir string) {
 	if err := os.Chtimes(tmp, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, matches[0]); err != nil {
+	if err := os.Rename(tmp, lockFile); err != nil {
 		t.Fatal(err)
 	}
 }
