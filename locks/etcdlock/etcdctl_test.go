@@ -84,14 +84,7 @@ func TestEtcdctlHoldsWithlockWaits(t *testing.T) {
 	}
 	t.Logf("conflict line: %v", err)
 
-	got := make(chan error, 1)
-	go func() {
-		lock, err := l.Acquire(context.Background(), "job", 20*time.Second)
-		if err == nil {
-			lock.Release()
-		}
-		got <- err
-	}()
+	got := acquireInBackground(l, "job", 20*time.Second)
 	waitFor(t, 10*time.Second, "withlock to queue behind etcdctl", func() bool { return len(contenders(t, s, l, "job")) == 2 })
 	ctl.Process.Signal(syscall.SIGTERM)
 	select {

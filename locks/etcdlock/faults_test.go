@@ -48,14 +48,7 @@ func TestUnreachableRetriedWithinWait(t *testing.T) {
 	l.DialTimeout = 300 * time.Millisecond
 	retries := &lineCounter{}
 	l.Log = zerolog.New(retries)
-	got := make(chan error, 1)
-	go func() {
-		lock, err := l.Acquire(context.Background(), "job", 20*time.Second)
-		if err == nil {
-			lock.Release()
-		}
-		got <- err
-	}()
+	got := acquireInBackground(l, "job", 20*time.Second)
 	waitFor(t, 10*time.Second, "two failed attempts", func() bool { return retries.count() >= 2 })
 	s.Start(t)
 	select {

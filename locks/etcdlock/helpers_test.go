@@ -39,6 +39,20 @@ func mustAcquire(t *testing.T, l *etcdlock.Locker, runID string, wait time.Durat
 }
 
 // lostWithin waits for the heartbeat to report loss and says how long it took.
+// acquireInBackground waits for runID's lock on a goroutine, releases it at
+// once if granted, and delivers the acquisition's error.
+func acquireInBackground(l *etcdlock.Locker, runID string, wait time.Duration) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		lock, err := l.Acquire(context.Background(), runID, wait)
+		if err == nil {
+			lock.Release()
+		}
+		got <- err
+	}()
+	return got
+}
+
 func lostWithin(t *testing.T, lost <-chan error, d time.Duration) (error, time.Duration) {
 	t.Helper()
 	start := time.Now()
