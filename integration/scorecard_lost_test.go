@@ -158,7 +158,7 @@ func stopOutsideGuard(t *testing.T, p *execProc, guard string) {
 			return
 		}
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(10 * time.Millisecond) // let it finish the renewal
+		waitFor(t, 5*time.Second, func() bool { return !guardHeld(t, guard) }, "the holder to finish its renewal")
 	}
 	t.Fatal("holder always stopped inside its guard")
 }

@@ -73,6 +73,13 @@ func TestGuardGrantedOnRelease(t *testing.T) {
 	}
 }
 
+// awaitQueuedFlock returns once the kernel has queued a flock waiter on
+// path: the blocking path of lockGuard is then certainly taken.
+func awaitQueuedFlock(t *testing.T, path string) {
+	t.Helper()
+	testwait.For(t, 10*time.Second, "a flock queued on "+path, func() bool { return blockedFlocks(t, path) > 0 })
+}
+
 // blockedFlocks counts the flock waiters the kernel has queued on path's
 // inode: the "->" lines of /proc/locks.
 func blockedFlocks(t *testing.T, path string) int {

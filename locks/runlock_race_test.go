@@ -162,7 +162,7 @@ func raceHolderAgainstReclaim(t *testing.T, serialised bool, point string, op fu
 	}()
 	if serialised {
 		waitClosed(t, watch.asked, "the reclaimer to ask for the guard")
-		time.Sleep(20 * time.Millisecond) // let it block on the flock (not required for correctness)
+		awaitQueuedFlock(t, rec.guardPath("job"))
 	} else {
 		<-done // without the guard the reclaimer runs to completion meanwhile
 	}
