@@ -180,6 +180,6 @@ func (r *RunLocker) AwaitRelease(ctx context.Context, runID, lockID string) erro
 			return context.Cause(ctx)
 		}
 		w.Watching()
-		w.Wait(time.Second, pid)
+		w.Wait(time.Second, pid, nil)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type Lock struct {
 	payload Payload
 	written []byte // the lock file's bytes as we last wrote them
 	serial  int
+	hold    *os.File // the hold's flock (hold.go), let go after the file
 }
 
 // LockID is the random token of this acquisition.
@@ -117,15 +119,24 @@ func (l *Lock) Renew() error {
 }
 
 // Release removes the lock file if it is still ours; otherwise it does
-// nothing (someone reclaimed it) and says so through ErrLost.
+// nothing (someone reclaimed it) and says so through ErrLost. Either way
+// it then lets the hold go, after the guard: the waiter it wakes goes
+// straight for the lock.
 func (l *Lock) Release() error {
-	return l.whileOwned("release:verified", func(fsys FS) error {
+	err := l.whileOwned("release:verified", func(fsys FS) error {
 		if err := fsys.Remove(l.Path); err != nil {
 			return err
 		}
 		l.r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
 		return nil
 	})
+	l.mu.Lock()
+	if l.hold != nil {
+		l.hold.Close()
+		l.hold = nil
+	}
+	l.mu.Unlock()
+	return err
 }
 
 // Heartbeat renews the lock every TTL/3 until stop is called. lost receives

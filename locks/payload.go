@@ -31,6 +31,10 @@ type Payload struct {
 	PidStart     uint64 `json:"pid_start,omitempty"`
 	Command      string `json:"command,omitempty"`
 	FencingToken uint64 `json:"fencing_token,omitempty"`
+	// Hold: the holder keeps flock(LOCK_EX) on the run id's fence file
+	// until it has removed this file, so waiters on its host queue there
+	// (see hold.go).
+	Hold bool `json:"hold,omitempty"`
 }
 
 var errBadPayload = errors.New("bad lock payload")
@@ -98,6 +102,9 @@ func (p Payload) Encode() []byte {
 	if p.FencingToken != 0 {
 		b = append(b, `,"fencing_token":`...)
 		b = strconv.AppendUint(b, p.FencingToken, 10)
+	}
+	if p.Hold {
+		b = append(b, `,"hold":true`...)
 	}
 	return append(b, "}\n"...)
 }

@@ -48,6 +48,11 @@ type RunLocker struct {
 	// unserialised, set only by negative-control tests, skips the guard and
 	// the post-move ownership check: the races they prevent must then show.
 	unserialised bool
+	// noHold, set only by tests, neither takes the hold nor queues for it
+	// (see hold.go): every waiter watches the directory.
+	noHold bool
+	// holdPoll, when set by a test, replaces defaultHoldPoll.
+	holdPoll time.Duration
 }
 
 // lockGuard serialises one state transition of runID (see guard_linux.go).
@@ -193,6 +198,11 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
+	return r.tryAcquire(runID, nil)
+}
+
+// tryAcquire is TryAcquire by a waiter that may own the hold already.
+func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
 	if runID == "" {
 		return nil, nil, errors.New("empty run id")
 	}
@@ -240,7 +250,7 @@ func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen)
+	return r.create(runID, lockPath, seen, hold)
 }
 
 // read takes one look at a lock file.
@@ -299,11 +309,30 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // them: it has no name until it is linked, so there is none to remove, and
 // waiters watching the directory are not woken by its removal (with eight
 // waiters, a wake-up each per acquisition). Elsewhere it is a named file.
-func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder, error) {
+//
+// The new lock keeps the hold (hold.go): the one a waiter was granted, or
+// else the fence file the token was just written through, if no one else
+// has it. Its payload says which.
+func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
 	fsys := r.fsys()
-	token, err := r.nextToken(runID, seen)
+	token, fence, err := r.nextToken(runID, seen)
 	if err != nil {
 		return nil, nil, err
+	}
+	var holdFile *os.File
+	ownHold := false // holdFile is the fence file opened here, not a granted request
+	if hold.isGranted() {
+		fence.Close()
+	} else if r.tryHold(fence) {
+		holdFile, ownHold = fence, true
+	} else {
+		fence.Close()
+	}
+	// Whatever fails from here on lets the hold go: the lock was not taken.
+	failed := func() {
+		if ownHold {
+			holdFile.Close()
+		}
 	}
 	now := r.now()
 	p := Payload{
@@ -318,6 +347,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		PidStart:     r.self.PidStart,
 		Command:      truncate(r.Command, maxCommandLen),
 		FencingToken: token,
+		Hold:         ownHold || hold.isGranted(),
 	}
 	enc := p.Encode()
 	var linkErr error
@@ -326,10 +356,12 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		linkErr = fsys.LinkUnnamed(f, lockPath)
 		f.Close()
 	} else if !errors.Is(err, errors.ErrUnsupported) {
+		failed()
 		return nil, nil, err
 	} else {
 		tmp := lockPath + ".tmp." + p.LockID
 		if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
+			failed()
 			return nil, nil, err
 		}
 		r.at("acquire:after-temp")
@@ -340,6 +372,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 	}
 	if errors.Is(linkErr, fs.ErrExist) {
 		// A writer that does not take the guard got there first.
+		failed()
 		v, err := r.read(lockPath)
 		if err != nil {
 			return nil, nil, err
@@ -347,24 +380,36 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64) (*Lock, *Holder,
 		return nil, r.holder(lockPath, v), nil
 	}
 	if linkErr != nil {
+		failed()
 		return nil, nil, linkErr
 	}
 	r.at("acquire:after-link")
-	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc}, nil, nil
+	if !ownHold {
+		holdFile = hold.take()
+	}
+	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc, hold: holdFile}, nil, nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
 // gc and break never remove. seen is the token of a lock just reclaimed, so
 // the counter grows even if the sidecar was lost. The counter is rewritten
 // in place at a fixed width under the guard: no temp file, no new inode on
-// every acquisition.
-func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, error) {
+// every acquisition. The counter file is returned open, for the hold.
+func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, *os.File, error) {
 	path := r.fencePath(runID)
 	f, err := r.fsys().OpenCounter(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer f.Close()
+	token, err := bumpCounter(f, path, seen)
+	if err != nil {
+		f.Close()
+		return 0, nil, err
+	}
+	return token, f, nil
+}
+
+func bumpCounter(f *os.File, path string, seen uint64) (uint64, error) {
 	var buf [32]byte
 	n, err := f.ReadAt(buf[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -398,20 +443,26 @@ func truncate(s string, n int) string {
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
 // 0: one attempt). It never spins: between attempts it blocks until the
-// lock file is removed or renamed (inotify), the holder dies (pidfd), the
-// holder's lock expires, or a capped, jittered backoff runs out. Faults
-// that are not contention end after a few attempts with ErrUnavailable.
-// ctx ending aborts the wait with context.Cause(ctx).
+// holder on this host lets go of the hold (hold.go), or, for other holders,
+// until the lock file is removed or renamed (inotify) or the holder dies
+// (pidfd); and at the latest until the holder's lock expires or a capped,
+// jittered backoff runs out. Faults that are not contention end after a
+// few attempts with ErrUnavailable. ctx ending aborts the wait with
+// context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	start := r.now()
 	// The waker (inotify on the directory, a pidfd for a local holder) is
 	// made only once there is something to wait for; the attempt right
 	// after it is made sees every change from then on.
 	var w *waker
+	// A place in the hold's queue, asked for once a holder on this host
+	// keeps the hold. Given up on return unless the new lock took it.
+	var hold *holdRequest
 	defer func() {
 		if w != nil {
 			w.Close()
 		}
+		hold.abandon()
 	}()
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
@@ -419,7 +470,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		lock, holder, err := r.TryAcquire(runID)
+		lock, holder, err := r.tryAcquire(runID, hold)
 		if lock != nil {
 			return lock, nil
 		}
@@ -438,12 +489,31 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			// Retry a fault after a pause even when the wait is over: the
 			// attempts are bounded by maxFaults, and a transient error
 			// (a directory being recreated) deserves a moment.
-			w.Wait(bo.next(), 0)
+			w.Wait(bo.next(), 0, nil)
 			continue
 		}
 		faults = 0
 		if left <= 0 {
 			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
+		}
+		if holder.Hold && holder.Local && !hold.isGranted() {
+			if !hold.live() {
+				if hold = r.requestHold(runID); hold.isGranted() {
+					continue // let go just now: look again at once
+				}
+			}
+			if hold != nil {
+				// Queued in the kernel: woken when the holder lets go, as
+				// the only waiter woken. The poll covers what the hold
+				// cannot show (hold.go).
+				r.at("wait:queued")
+				timeout := recheckBy(holder, now, min(left, jitter(r.holdPollEvery())))
+				if r.OnWait != nil {
+					r.OnWait(holder, now.Sub(start))
+				}
+				waitHold(ctx, hold, timeout)
+				continue
+			}
 		}
 		if w == nil {
 			w = newWaker(ctx, r.Dir, Key(runID)+".lock")
@@ -456,11 +526,8 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			// in place, a network filesystem).
 			timeout = min(left, jitter(5*time.Second))
 		}
-		if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
-			timeout = min(timeout, until)
-		} else {
-			timeout = min(timeout, 5*time.Millisecond)
-		}
+		timeout = recheckBy(holder, now, timeout)
+		r.at("wait:watching")
 		if r.OnWait != nil {
 			r.OnWait(holder, now.Sub(start))
 		}
@@ -468,7 +535,45 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		if holder.Local {
 			pid = holder.Pid
 		}
-		w.Wait(timeout, pid)
+		// Still queued for the hold (a holder without it, or one we saw
+		// before it took it): its grant wakes us too.
+		var granted <-chan struct{}
+		if hold.pending() {
+			granted = hold.grantedChan()
+		}
+		w.Wait(timeout, pid, granted)
+	}
+}
+
+// defaultHoldPoll is how often a waiter queued for the hold looks at the
+// lock file anyway (±25%): a lock file removed by hand or broken while its
+// holder runs, and a hold kept by a stopped process, are seen within it.
+const defaultHoldPoll = time.Second
+
+func (r *RunLocker) holdPollEvery() time.Duration {
+	if r.holdPoll > 0 {
+		return r.holdPoll
+	}
+	return defaultHoldPoll
+}
+
+// recheckBy shortens timeout to end just after the holder's lock may have
+// turned stale by itself.
+func recheckBy(holder *Holder, now time.Time, timeout time.Duration) time.Duration {
+	if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
+		return min(timeout, until)
+	}
+	return min(timeout, 5*time.Millisecond)
+}
+
+// waitHold blocks until the hold is granted, timeout passes or ctx ends.
+func waitHold(ctx context.Context, hold *holdRequest, timeout time.Duration) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-hold.grantedChan():
 	}
 }
 

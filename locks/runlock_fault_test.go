@@ -271,7 +271,10 @@ func TestWaitingDoesNotSpin(t *testing.T) {
 
 // The waiter wakes when the lock file goes away and when a local holder
 // dies without releasing (its lock then reclaimed as dead), well before any
-// TTL: the hold below has a one-hour TTL.
+// TTL: the locks below have a one-hour TTL. The first holder keeps the hold
+// (hold.go), so its release wakes the waiter through the hold's flock; the
+// second lock, written by hand, has none, and the waiter watches the
+// directory and the holder's pidfd.
 // waiting makes r report, once, that it is about to wait for a held lock
 // (OnWait runs just before each wait), so a test can act on a waiter that
 // is really waiting instead of sleeping and hoping.
@@ -283,8 +286,10 @@ func waiting(r *RunLocker) <-chan struct{} {
 }
 
 // eventWake bounds how long a woken waiter may take: well under the ~5 s
-// safety poll (at least 3.75 s with its jitter), so passing proves the wake
-// came from the event (inotify, pidfd), not from polling.
+// safety poll of a watching waiter (at least 3.75 s with its jitter), so
+// passing proves the wake came from the event (inotify, pidfd, the hold's
+// grant), not from polling. A queued waiter polls every ~1 s: tests that
+// bound its wake set its holdPoll far off.
 const eventWake = 3 * time.Second
 
 func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
@@ -292,6 +297,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	holder := newTestLocker(t, dir, time.Hour)
 	l := mustAcquire(t, holder, "job")
 	w := newTestLocker(t, dir, time.Hour)
+	w.holdPoll = time.Hour // only the hold's grant can wake a queued waiter in time
 	got := make(chan error, 1)
 	acquire := func() {
 		l2, err := w.Acquire(context.Background(), "job", time.Minute)
@@ -309,7 +315,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := time.Since(released); d > eventWake {
-		t.Fatalf("the waiter took %v after the release: woken by its poll, not by inotify", d)
+		t.Fatalf("the waiter took %v after the release: woken by its poll, not by the hold", d)
 	}
 
 	// A holder process on this host that dies: a payload naming a child we

@@ -76,14 +76,16 @@ func (w *waker) Watching() bool {
 }
 
 // Wait returns after at most timeout, earlier on an event. pid, when
-// non-zero, is a holder on this host whose exit should wake us.
-func (w *waker) Wait(timeout time.Duration, pid int) {
+// non-zero, is a holder on this host whose exit should wake us; granted,
+// when not nil, closes when the hold is granted to us.
+func (w *waker) Wait(timeout time.Duration, pid int, granted <-chan struct{}) {
 	w.watchPid(pid)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-w.ctx.Done():
+	case <-granted:
 	case <-w.dirty:
 	case <-w.pidEnded: // nil (never ready) without a pidfd or once fired
 		w.pidEnded = nil

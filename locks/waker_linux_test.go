@@ -22,7 +22,7 @@ func TestWaitForReapedHolderReturnsAtOnce(t *testing.T) {
 	w := newWaker(context.Background(), t.TempDir(), "x.lock")
 	defer w.Close()
 	start := time.Now()
-	w.Wait(time.Minute, cmd.Process.Pid)
+	w.Wait(time.Minute, cmd.Process.Pid, nil)
 	if d := time.Since(start); d > eventWake {
 		t.Fatalf("Wait on a reaped holder took %v, want at once", d)
 	}

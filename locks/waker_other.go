@@ -14,11 +14,12 @@ func newWaker(ctx context.Context, dir, name string) *waker { return &waker{ctx:
 func (w *waker) Watching() bool                             { return false }
 func (w *waker) Close()                                     {}
 
-func (w *waker) Wait(timeout time.Duration, pid int) {
+func (w *waker) Wait(timeout time.Duration, pid int, granted <-chan struct{}) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-w.ctx.Done():
+	case <-granted:
 	}
 }

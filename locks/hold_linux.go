@@ -1,0 +1,46 @@
+package locks
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// requestHold queues for the hold of runID (see hold.go). It returns nil
+// when the fence file cannot be opened or locked: the caller then watches
+// the directory. A hold free at once is granted before it returns.
+func (r *RunLocker) requestHold(runID string) *holdRequest {
+	if r.noHold {
+		return nil
+	}
+	f, err := r.fsys().OpenCounter(r.fencePath(runID))
+	if err != nil {
+		return nil
+	}
+	h := &holdRequest{f: f, granted: make(chan struct{})}
+	fd := int(f.Fd())
+	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		h.grant(nil)
+		return h
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return nil
+	}
+	// A thread blocked in flock(2) until the kernel grants it: Go's signal
+	// handlers restart the call, so it cannot be interrupted, only
+	// abandoned (see holdRequest.abandon).
+	go func() { h.grant(flock(fd, unix.LOCK_EX)) }()
+	return h
+}
+
+// tryHold takes the hold on f, the fence file a new holder has open,
+// without waiting.
+func (r *RunLocker) tryHold(f *os.File) bool {
+	if r.noHold {
+		return false
+	}
+	return flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+}
