@@ -48,9 +48,11 @@ func ParsePayload(data []byte) (Payload, error) {
 	if len(data) > MaxPayload {
 		return Payload{}, fmt.Errorf("%w: over %d bytes", errBadPayload, MaxPayload)
 	}
-	var p Payload
-	if err := json.Unmarshal(data, &p); err != nil {
-		return Payload{}, fmt.Errorf("%w: %v", errBadPayload, err)
+	p, ok := decodeEncoded(data)
+	if !ok {
+		if err := json.Unmarshal(data, &p); err != nil {
+			return Payload{}, fmt.Errorf("%w: %v", errBadPayload, err)
+		}
 	}
 	if p.LockID == "" || p.ExpiresAt <= 0 {
 		return Payload{}, fmt.Errorf("%w: missing lock_id or expires_at", errBadPayload)

@@ -26,8 +26,18 @@ func FuzzPayloadEncode(f *testing.F) {
 			t.Fatal(err)
 		}
 		want = append(want, '\n')
-		if got := p.Encode(); !bytes.Equal(got, want) {
+		got := p.Encode()
+		if !bytes.Equal(got, want) {
 			t.Fatalf("Encode differs from json.Marshal:\n got %s\nwant %s", got, want)
+		}
+		// What Encode writes, the fast reader reads, as encoding/json does
+		// (invalid UTF-8 in p's strings was written as U+FFFD).
+		var back Payload
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		if fast, ok := decodeEncoded(got); !ok || fast != back {
+			t.Fatalf("decodeEncoded(%s) = %+v, %v; want %+v", got, fast, ok, back)
 		}
 	})
 }
