@@ -23,7 +23,7 @@ import (
 // that could not take the hold (the waiter next in line has it, or a stopped
 // process does) writes "hold": false, and its waiters watch the directory.
 // A waiter in the queue still looks again at the holder's expiry and every
-// holdPoll, which covers what the queue cannot see: a lock file removed by
+// defaultHoldPoll, which covers what the queue cannot see: a lock file removed by
 // hand or by `withlock break` while its holder runs, or a holder that went
 // on without the hold.
 type holdRequest struct {
