@@ -141,8 +141,11 @@ func (w *waker) relevant(buf []byte) bool {
 
 // watchPid arranges for pidEnded to close when pid ends. A pidfd turns
 // readable when its process exits; RawConn.Read waits for that through the
-// netpoller (the first call reports "not yet", the second runs once epoll
-// says readable).
+// netpoller. Each look asks the pidfd itself (poll with no timeout) rather
+// than trusting that the first look is too early: Read first clears any
+// readiness the netpoller has recorded, and a holder that exited before
+// the goroutine got there (a zombie's pidfd is readable from the start)
+// has no second event to send; the wait would last until the safety poll.
 func (w *waker) watchPid(pid int) {
 	if pid == w.pid {
 		return
@@ -174,16 +177,22 @@ func (w *waker) watchPid(pid int) {
 	ended := make(chan struct{})
 	w.pidFile, w.pidEnded = f, ended
 	go func() {
-		asked := false
-		err := conn.Read(func(uintptr) bool {
-			done := asked
-			asked = true
-			return done
-		})
-		if err == nil {
+		if err := conn.Read(pidfdReadable); err == nil {
 			close(ended)
 		}
 	}()
+}
+
+// pidfdReadable reports whether the process of a pidfd has ended.
+func pidfdReadable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0
+	}
 }
 
 func (w *waker) closePid() {

@@ -28,6 +28,43 @@ func TestWaitForReapedHolderReturnsAtOnce(t *testing.T) {
 	}
 }
 
+// A holder that has already exited, but is not reaped yet (a zombie),
+// has a pidfd that is readable from the start. Its one readiness event
+// can come before the goroutine waiting on the pidfd starts, and a wait
+// that is told "not yet" on its first look would then sleep until the
+// safety poll: the waiter must wake at once. Run many times, since the
+// order of the two is up to the scheduler.
+func TestWaitForExitedUnreapedHolderReturnsAtOnce(t *testing.T) {
+	for i := range 20 {
+		cmd := exec.Command("true")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		testwait.For(t, 10*time.Second, "the child to exit", func() bool { return isZombie(pid) })
+		w := newWaker(context.Background(), t.TempDir(), "x.lock")
+		start := time.Now()
+		w.Wait(3*eventWake, pid, nil)
+		d := time.Since(start)
+		w.Close()
+		cmd.Wait()
+		if d > eventWake {
+			t.Fatalf("round %d: Wait on an exited, unreaped holder took %v, want at once", i, d)
+		}
+	}
+}
+
+// isZombie reports whether pid has exited and waits to be reaped.
+func isZombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
 // Close removes the directory watch at once and closes the inotify
 // instance only after closeDelay: closing an instance that still has a
 // watch waits out a kernel grace period, which a process would otherwise
