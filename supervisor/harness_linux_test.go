@@ -74,13 +74,22 @@ func (h *helper) waitReady(t *testing.T) {
 }
 
 // childPid waits for the helper's only child (a command that forks nothing)
-// and returns its pid.
+// to have exec'd, and returns its pid. Between vfork and exec the child
+// still runs the helper's binary with the helper's environment, token
+// included: a test that stopped it there would stop the helper's spawn
+// with it (the parent of a vfork waits for the exec), which is not what
+// any test here means to do.
 func (h *helper) childPid(t *testing.T) int {
 	t.Helper()
+	self, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", h.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var child int
 	waitFor(t, defaultWait, "the supervised command", func() bool {
 		for pid := range withToken(h.token) {
-			if pid != h.cmd.Process.Pid {
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			if pid != h.cmd.Process.Pid && err == nil && exe != self {
 				child = pid
 				return true
 			}
