@@ -3,7 +3,9 @@ package locks
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -232,9 +234,9 @@ func (s *jsonScanner) digits() int {
 }
 
 // str reads a string and returns its value. Plain strings are sliced out
-// of the input; those with escapes or invalid UTF-8 are decoded by
-// encoding/json, so the replacement of bad bytes and lone surrogates is
-// exactly its.
+// of the input and escapes are decoded here; strings with invalid UTF-8 or
+// an escaped surrogate are decoded by encoding/json, so the replacement of
+// bad bytes and lone surrogates is exactly its.
 func (s *jsonScanner) str() (string, error) {
 	if s.peek() != '"' {
 		return "", s.errorf("want a string")
@@ -243,14 +245,60 @@ func (s *jsonScanner) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if inner := token[1 : len(token)-1]; ascii || (strings.IndexByte(inner, '\\') < 0 && utf8.ValidString(inner)) {
+	inner := token[1 : len(token)-1]
+	if ascii || (strings.IndexByte(inner, '\\') < 0 && utf8.ValidString(inner)) {
 		return inner, nil
+	}
+	if out, ok := unescape(inner); ok {
+		return out, nil
 	}
 	var out string
 	if err := json.Unmarshal([]byte(token), &out); err != nil {
 		return "", s.errorf("%v", err)
 	}
 	return out, nil
+}
+
+// unescape decodes the content of a string token stringToken has checked.
+// It reports false for what encoding/json would repair rather than decode:
+// invalid UTF-8 and escaped surrogates (a pair, or a lone one). A fresh
+// process's first json.Unmarshal builds its reflection cache (~50 µs), and
+// a lock payload's command often has a quote or an & to escape.
+func unescape(inner string) (string, bool) {
+	if !utf8.ValidString(inner) { // escapes are ASCII: the raw runs are valid alike
+		return "", false
+	}
+	out := make([]byte, 0, len(inner))
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch e := inner[i]; e {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			n, err := strconv.ParseUint(inner[i+1:i+5], 16, 16)
+			if err != nil || utf16.IsSurrogate(rune(n)) {
+				return "", false
+			}
+			out = utf8.AppendRune(out, rune(n))
+			i += 4
+		default: // '"', '\\', '/'
+			out = append(out, e)
+		}
+	}
+	return string(out), true
 }
 
 // jsonPlain marks the bytes that stand for themselves in a string: printable
