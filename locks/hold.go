@@ -58,14 +58,26 @@ func (h *holdRequest) grant(err error) {
 	close(h.granted)
 }
 
-// isGranted reports whether the flock is ours and not yet handed on.
-func (h *holdRequest) isGranted() bool {
+// current is the request's state; no request counts as closed.
+func (h *holdRequest) current() holdState {
 	if h == nil {
-		return false
+		return holdClosed
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.state == holdGranted
+	return h.state
+}
+
+// isGranted reports whether the flock is ours and not yet handed on.
+func (h *holdRequest) isGranted() bool { return h.current() == holdGranted }
+
+// pending reports whether the request is still queued.
+func (h *holdRequest) pending() bool { return h.current() == holdPending }
+
+// live reports whether the request still stands: queued or granted.
+func (h *holdRequest) live() bool {
+	s := h.current()
+	return s == holdPending || s == holdGranted
 }
 
 // take hands a granted hold to a lock, which then releases it; it returns
@@ -98,26 +110,6 @@ func (h *holdRequest) abandon() {
 		h.f.Close()
 		h.state = holdClosed
 	}
-}
-
-// live reports whether the request still stands: queued or granted.
-func (h *holdRequest) live() bool {
-	if h == nil {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.state == holdPending || h.state == holdGranted
-}
-
-// pending reports whether the request is still queued.
-func (h *holdRequest) pending() bool {
-	if h == nil {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.state == holdPending
 }
 
 // grantedChan is closed once the hold is ours; nil (never ready) without a

@@ -320,11 +320,10 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		return nil, nil, err
 	}
 	var holdFile *os.File
-	ownHold := false // holdFile is the fence file opened here, not a granted request
-	if hold.isGranted() {
-		fence.Close()
-	} else if r.tryHold(fence) {
-		holdFile, ownHold = fence, true
+	granted := hold.isGranted()
+	ownHold := !granted && r.tryHold(fence) // the fence file opened here keeps the hold
+	if ownHold {
+		holdFile = fence
 	} else {
 		fence.Close()
 	}
@@ -347,7 +346,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		PidStart:     r.self.PidStart,
 		Command:      truncate(r.Command, maxCommandLen),
 		FencingToken: token,
-		Hold:         ownHold || hold.isGranted(),
+		Hold:         ownHold || granted,
 	}
 	enc := p.Encode()
 	var linkErr error
