@@ -81,34 +81,32 @@ func (p Payload) Encode() []byte {
 	b = appendJSONFloat(b, p.CreatedAt)
 	b = append(b, `,"expires_at":`...)
 	b = appendJSONFloat(b, p.ExpiresAt)
-	if p.Host != "" {
-		b = append(b, `,"host":`...)
-		b = appendPayloadString(b, p.Host)
-	}
-	if p.BootID != "" {
-		b = append(b, `,"boot_id":`...)
-		b = appendPayloadString(b, p.BootID)
-	}
-	if p.PidNS != 0 {
-		b = append(b, `,"pid_ns":`...)
-		b = strconv.AppendUint(b, p.PidNS, 10)
-	}
-	if p.PidStart != 0 {
-		b = append(b, `,"pid_start":`...)
-		b = strconv.AppendUint(b, p.PidStart, 10)
-	}
-	if p.Command != "" {
-		b = append(b, `,"command":`...)
-		b = appendPayloadString(b, p.Command)
-	}
-	if p.FencingToken != 0 {
-		b = append(b, `,"fencing_token":`...)
-		b = strconv.AppendUint(b, p.FencingToken, 10)
-	}
+	b = appendStringField(b, `,"host":`, p.Host)
+	b = appendStringField(b, `,"boot_id":`, p.BootID)
+	b = appendUintField(b, `,"pid_ns":`, p.PidNS)
+	b = appendUintField(b, `,"pid_start":`, p.PidStart)
+	b = appendStringField(b, `,"command":`, p.Command)
+	b = appendUintField(b, `,"fencing_token":`, p.FencingToken)
 	if p.Hold {
 		b = append(b, `,"hold":true`...)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendStringField and appendUintField write an omitempty field: key
+// (with its leading comma) and value, or nothing for a zero value.
+func appendStringField(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendPayloadString(append(b, key...), v)
+}
+
+func appendUintField(b []byte, key string, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendUint(append(b, key...), v, 10)
 }
 
 func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
