@@ -44,6 +44,17 @@ func takeHoldElsewhere(t *testing.T, r *RunLocker, runID string) {
 	}
 }
 
+// heldWithWaiter holds "job" in a fresh directory and returns that lock
+// and a second locker of the directory, whose queued waits poll every poll.
+func heldWithWaiter(t *testing.T, poll time.Duration) (*Lock, *RunLocker) {
+	t.Helper()
+	dir := t.TempDir()
+	l := mustAcquire(t, newTestLocker(t, dir, time.Hour), "job")
+	w := newTestLocker(t, dir, time.Hour)
+	w.holdPoll = poll
+	return l, w
+}
+
 // waits counts, per way of waiting, the waits r goes into.
 type waits struct{ queued, watching atomic.Int64 }
 
@@ -133,11 +144,7 @@ func TestHolderKeepsTheHoldUntilRelease(t *testing.T) {
 // watching the directory, is woken by the release (its poll is an hour
 // off), and takes the hold along with the lock.
 func TestQueuedWaiterWakesOnRelease(t *testing.T) {
-	dir := t.TempDir()
-	holder := newTestLocker(t, dir, time.Hour)
-	l := mustAcquire(t, holder, "job")
-	w := newTestLocker(t, dir, time.Hour)
-	w.holdPoll = time.Hour
+	l, w := heldWithWaiter(t, time.Hour)
 	counts := countWaits(w)
 	got := acquireInGoroutine(w, "job", time.Minute)
 	awaitQueuedFlock(t, w.fencePath("job"))
@@ -273,11 +280,7 @@ func TestQueuedWaiterPollSeesAHandRemovedLock(t *testing.T) {
 		poll, wait time.Duration
 		byPoll     bool
 	}{{50 * time.Millisecond, 20 * time.Second, true}, {time.Hour, time.Second, false}} {
-		dir := t.TempDir()
-		holder := newTestLocker(t, dir, time.Hour)
-		l := mustAcquire(t, holder, "job")
-		w := newTestLocker(t, dir, time.Hour)
-		w.holdPoll = tc.poll
+		l, w := heldWithWaiter(t, tc.poll)
 		started := time.Now()
 		got := acquireInGoroutine(w, "job", tc.wait)
 		awaitQueuedFlock(t, w.fencePath("job"))
@@ -307,11 +310,7 @@ func TestQueuedWaiterPollSeesAHandRemovedLock(t *testing.T) {
 // kernel grants it later, and it is let go at once for the next in line.
 // Nothing is left behind: no goroutine, and the hold is free.
 func TestAbandonedRequestPassesTheHoldOn(t *testing.T) {
-	dir := t.TempDir()
-	holder := newTestLocker(t, dir, time.Hour)
-	l := mustAcquire(t, holder, "job")
-	w := newTestLocker(t, dir, time.Hour)
-	w.holdPoll = time.Hour
+	l, w := heldWithWaiter(t, time.Hour)
 	counts := countWaits(w)
 	_, err := w.Acquire(context.Background(), "job", 100*time.Millisecond)
 	if !errors.Is(err, ErrHeld) {
