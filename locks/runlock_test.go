@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -401,6 +403,31 @@ func TestFencingTokenGrows(t *testing.T) {
 	l2 := mustAcquire(t, r, "job")
 	if l2.FencingToken() <= l.FencingToken() {
 		t.Fatalf("token after reclaim %d, before %d", l2.FencingToken(), l.FencingToken())
+	}
+}
+
+// The counter file keeps fmt's "%020d\n" layout, which counterText writes
+// without fmt, for every width up to the largest uint64.
+func TestFencingCounterLayout(t *testing.T) {
+	for _, v := range []uint64{0, 1, 9, 10, 99, 12345, 1 << 32, 1<<63 - 1, 1 << 63, math.MaxUint64 - 1, math.MaxUint64} {
+		got := counterText(v)
+		if want := fmt.Sprintf("%020d\n", v); string(got[:]) != want {
+			t.Errorf("counterText(%d) = %q, want %q", v, got[:], want)
+		}
+	}
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	if err := os.WriteFile(r.fencePath("job"), []byte("00000000000000000041\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, r, "job")
+	defer l.Release()
+	data, err := os.ReadFile(r.fencePath("job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.FencingToken() != 42 || string(data) != "00000000000000000042\n" {
+		t.Fatalf("token %d, counter file %q; want 42 and the zero-padded 42", l.FencingToken(), data)
 	}
 }
 
