@@ -15,7 +15,8 @@ import (
 // bench is what sections share: the withlock binary, a scratch directory,
 // the run counts from the flags, and helpers to start processes.
 type bench struct {
-	withlock        string // path of the binary under test; "" when unavailable
+	withlock        string // path of the binary under test (the installed copy); "" when unavailable
+	withlockAsFound string // the binary as go build left it, or as -bin named it
 	withlockMissing string // why it is unavailable
 	goFloor         string // path of the go-floor peer (./gofloor); "" when its build failed
 	goFloorMissing  string // why it is unavailable

@@ -216,12 +216,12 @@ func TestTableShowsDeltasAgainstBase(t *testing.T) {
 	for _, tr := range r.Sections[0].Tools {
 		got = append(got, deltaCell(tr))
 	}
-	if want := []string{"+2.50", "+0.00", "-0.25", ""}; !slices.Equal(got, want) {
+	if want := []string{"+2.50 (3.50×)", "+0.00 (1.00×)", "-0.25 (0.75×)", ""}; !slices.Equal(got, want) {
 		t.Errorf("deltas %q, want %q", got, want)
 	}
 	var out bytes.Buffer
 	writeTable(&out, r)
-	for _, want := range []string{"Δ vs hello", "+2.50", "-0.25"} {
+	for _, want := range []string{"Δ vs hello", "+2.50 (3.50×)", "-0.25 (0.75×)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -306,4 +306,54 @@ func TestDepinitDepsAreWithlocks(t *testing.T) {
 	if !slices.Equal(linked, listed) {
 		t.Errorf("cmd/withlock links %v from other modules; depinitDeps has %v", linked, listed)
 	}
+}
+
+// TestInstallCopyAndPageCacheDrop: the installed copy is byte for byte the
+// source with mode 0755; a freshly written file is all in the page cache, and
+// dropFromPageCache either empties it (as on ext4) or says it could not (as
+// on tmpfs, which keeps its pages).
+func TestInstallCopyAndPageCacheDrop(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	data := bytes.Repeat([]byte("withlock"), 64<<10) // 512 KiB, 128 pages
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "installed", "bin")
+	if err := installCopy(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("installed copy differs from the source (err %v)", err)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed copy: %v, mode %v", err, fi.Mode())
+	}
+	resident := func() (int, int) {
+		f, err := os.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cached, total, err := residentPages(int(f.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cached, total
+	}
+	if cached, total := resident(); total != 128 || cached != total {
+		t.Fatalf("fresh copy: %d of %d pages cached, want 128 of 128", cached, total)
+	}
+	err = dropFromPageCache(dst)
+	cached, total := resident()
+	switch {
+	case err == nil && cached*10 > total:
+		t.Fatalf("dropFromPageCache succeeded with %d of %d pages cached", cached, total)
+	case err != nil && !strings.Contains(err.Error(), "still cached"):
+		t.Fatal(err)
+	case err != nil && cached*10 <= total:
+		t.Fatalf("dropFromPageCache failed (%v) yet only %d of %d pages are cached", err, cached, total)
+	}
+	t.Logf("after the drop: %d of %d pages cached (err %v)", cached, total, err)
 }

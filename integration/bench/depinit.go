@@ -96,11 +96,17 @@ func (p depinitProgram) source() string {
 // withlock --version, then one tool per program.
 func prepareDepinit(b *bench) ([]*tool, func(), error) {
 	progs := depinitPrograms()
-	bin := b.dir("depinit")
+	built, bin := b.dir("depinit-built"), b.dir("depinit")
 	missing := ""
-	if err := buildDepinit(progs, bin); err != nil {
+	if err := buildDepinit(progs, built); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		missing = "n/a (build failed)"
+	}
+	for _, p := range progs { // run from installed copies, as withlock is (installCopy)
+		if err := installCopy(filepath.Join(built, p.name), filepath.Join(bin, p.name)); missing == "" && err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			missing = "n/a (install failed)"
+		}
 	}
 	tools := []*tool{b.withlockTool("withlock --version", b.wallOf(0, b.withlock, "--version"))}
 	for _, p := range progs {

@@ -70,8 +70,11 @@ func run() int {
 	defer os.RemoveAll(tmp)
 	b.tmp = tmp
 	b.env = benchEnv()
-	b.withlock, b.withlockMissing = prepareWithlock(opts.bin, tmp)
-	b.goFloor, b.goFloorMissing = prepareGoFloor(tmp)
+	b.withlockAsFound, b.withlockMissing = prepareWithlock(opts.bin, tmp)
+	b.withlock = b.installed(b.withlockAsFound, "withlock", &b.withlockMissing)
+	goFloor, goFloorMissing := prepareGoFloor(tmp)
+	b.goFloor = b.installed(goFloor, "gofloor", &goFloorMissing)
+	b.goFloorMissing = goFloorMissing
 
 	report := benchReport{Started: time.Now(), Machine: machine(b.withlock)}
 	for _, s := range selected {
@@ -153,7 +156,7 @@ func prepareWithlock(bin, tmp string) (path, missing string) {
 		}
 		return abs, ""
 	}
-	path = filepath.Join(tmp, "withlock")
+	path = filepath.Join(tmp, "built", "withlock")
 	if err := releaseBuild(path, "github.com/withlock/withlock/cmd/withlock"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return "", "n/a (build failed)"
@@ -161,10 +164,27 @@ func prepareWithlock(bin, tmp string) (path, missing string) {
 	return path, ""
 }
 
+// installed puts a copy of the binary at path into the scratch directory's
+// installed/ and returns the copy's path; "" when path is "" or the copy
+// fails (missing then says why). Every Go binary the bench runs is run from
+// such a copy: see installCopy.
+func (b *bench) installed(path, name string, missing *string) string {
+	if path == "" {
+		return ""
+	}
+	dst := filepath.Join(b.tmp, "installed", name)
+	if err := installCopy(path, dst); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		*missing = "n/a (install failed)"
+		return ""
+	}
+	return dst
+}
+
 // prepareGoFloor builds the go-floor peer (./integration/bench/gofloor)
 // into tmp and returns its path, or why there is none.
 func prepareGoFloor(tmp string) (path, missing string) {
-	path = filepath.Join(tmp, "gofloor")
+	path = filepath.Join(tmp, "built", "gofloor")
 	if err := releaseBuild(path, "github.com/withlock/withlock/integration/bench/gofloor"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return "", "n/a (build failed)"

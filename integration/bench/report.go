@@ -50,6 +50,7 @@ type toolResult struct {
 	Max     float64   `json:"max"`
 	Ratio   *float64  `json:"withlock_ratio,omitempty"` // withlock's median ÷ this tool's
 	Delta   *float64  `json:"delta,omitempty"`          // this tool's median − the base tool's, in Unit
+	OfBase  *float64  `json:"of_base,omitempty"`        // this tool's median ÷ the base tool's
 	Samples []float64 `json:"samples"`
 }
 
@@ -88,6 +89,10 @@ func addDeltas(tools []toolResult, base string) {
 		if tools[k].Runs > 0 {
 			delta := tools[k].Median - tools[i].Median
 			tools[k].Delta = &delta
+			if tools[i].Median > 0 {
+				of := tools[k].Median / tools[i].Median
+				tools[k].OfBase = &of
+			}
 		}
 	}
 }
@@ -161,15 +166,22 @@ func cells(t toolResult) string {
 	return line
 }
 
-// deltaCell is a tool's Delta with its sign, empty when there is none.
+// deltaCell is a tool's Delta with its sign and its median as a multiple
+// of the base's, empty when there is none.
 func deltaCell(t toolResult) string {
+	var cell string
 	switch {
 	case t.Delta == nil:
 		return ""
 	case *t.Delta < 0:
-		return "-" + num(-*t.Delta)
+		cell = "-" + num(-*t.Delta)
+	default:
+		cell = "+" + num(*t.Delta)
 	}
-	return "+" + num(*t.Delta)
+	if t.OfBase != nil {
+		cell += " (" + num(*t.OfBase) + "×)"
+	}
+	return cell
 }
 
 // num prints a value with two decimals below 10, one below 100, none above.
