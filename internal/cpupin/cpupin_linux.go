@@ -27,21 +27,22 @@ var (
 	onto     unix.CPUSet // the one CPU withlock's threads run on
 )
 
-// Start pins every thread of the process to the CPU the caller runs on. It
-// does nothing when the process may use one CPU only. Threads the runtime
-// creates later inherit the pin from the thread that creates them.
-func Start() {
+// Start pins every thread of the process to the CPU the caller runs on and
+// reports whether it did (or had). It does nothing when the process may use
+// one CPU only, or when the CPU cannot be told. Threads the runtime creates
+// later inherit the pin from the thread that creates them.
+func Start() bool {
 	mu.Lock()
 	defer mu.Unlock()
 	if pinned {
-		return
+		return true
 	}
 	if err := unix.SchedGetaffinity(0, &original); err != nil || original.Count() < 2 {
-		return
+		return false
 	}
 	var cpu, node uint32
 	if _, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), uintptr(unsafe.Pointer(&node)), 0); errno != 0 || !original.IsSet(int(cpu)) {
-		return
+		return false
 	}
 	onto.Zero()
 	onto.Set(int(cpu))
@@ -49,8 +50,10 @@ func Start() {
 	pinAll()
 	// One CPU, one P: with two, the scheduler would wake a second thread
 	// to look for work whenever a goroutine becomes runnable, only to
-	// have it wait for the same CPU.
+	// have it wait for the same CPU. (withlock has set 1 already, at the
+	// start of its package inits, where it costs less: cmd/withlock/internal/oneproc.)
 	runtime.GOMAXPROCS(1)
+	return true
 }
 
 // pinAll sets the affinity of every thread listed in /proc/self/task. A

@@ -4,8 +4,8 @@
 // Linux only, and elsewhere it does nothing.
 package cpupin
 
-// Start does nothing off Linux.
-func Start() {}
+// Start does nothing off Linux, and says so.
+func Start() bool { return false }
 
 // Unpinned runs f.
 func Unpinned(f func()) { f() }

@@ -3,19 +3,23 @@
 // the process on one CPU (internal/cpupin), so that the subscription's round
 // trips, and every later hand-off between threads, stay on that CPU.
 //
-// Subscribing costs about nine round trips to Go's signal thread, half a
-// millisecond on a small VM, and the subscription must be complete before
-// the lock wait starts. Begun in main it overlapped only the command-line
-// parse; begun here, right after os/signal is initialised, it also overlaps
-// the initialisation of the heavier packages (net, zerolog, urfave/cli, …),
-// so a run rarely waits for it. main imports this package for that side
+// Subscribing costs eight round trips to Go's signal thread (about 0.11 ms
+// on one CPU of a small VM), and the subscription must be complete before
+// the lock wait starts. It is begun here, on a goroutine, right after
+// os/signal is initialised. With one P that goroutine runs only once main
+// blocks, in practice in Take, so it overlaps little; subscribing right here
+// instead measured 0.15 ms slower. main imports this package for that side
 // effect and collects the subscription with Take.
+//
+// Every other command gets the GOMAXPROCS the runtime chose back
+// (cmd/withlock/internal/oneproc set 1 before any of this).
 package earlysig
 
 import (
 	"os"
 	"strings"
 
+	"github.com/withlock/withlock/cmd/withlock/internal/oneproc"
 	"github.com/withlock/withlock/internal/cpupin"
 	"github.com/withlock/withlock/supervisor/sigsub"
 )
@@ -27,9 +31,13 @@ func init() { start(os.Args, os.Getenv("WITHLOCK_BACKEND")) }
 func start(args []string, envBackend string) {
 	if Applies(args, envBackend) && maskClear() {
 		// Pinned first: the threads the subscription creates inherit it.
-		cpupin.Start()
+		if !cpupin.Start() {
+			oneproc.Restore() // several CPUs, but no pin: use them
+		}
 		pending = sigsub.InBackground()
+		return
 	}
+	oneproc.Restore()
 }
 
 // Take returns the subscription started during initialisation, waiting for

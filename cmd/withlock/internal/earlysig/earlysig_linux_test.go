@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/cmd/withlock/internal/oneproc"
 )
 
 func TestApplies(t *testing.T) {
@@ -96,5 +98,19 @@ func TestTake(t *testing.T) {
 	case <-s.Chld():
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGCHLD sent to self never arrived after Complete")
+	}
+}
+
+// A command that is not pinned gets the runtime's GOMAXPROCS back from
+// oneproc's 1; run and scope keep 1 (cpupin).
+func TestStartRestoresGOMAXPROCSForOtherCommands(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(1)
+	start([]string{"withlock", "status"}, "")
+	if got := runtime.GOMAXPROCS(0); got != oneproc.Default {
+		t.Errorf("GOMAXPROCS = %d after start(status), want the runtime's %d", got, oneproc.Default)
+	}
+	if pending != nil {
+		t.Error("start(status) subscribed")
 	}
 }
