@@ -13,7 +13,7 @@ import (
 )
 
 // How a binary's file sits in the page cache changes its start-up here, by
-// 0.1-0.3 ms for withlock's 7.6 MB (README, Performance): the same bytes
+// 0.1-0.7 ms for withlock's 7.6 MB (README, Performance): the same bytes
 //   - written with write(2), as install(1), cp and package managers do:
 //     the kernel caches them in large folios, physically contiguous;
 //   - left by the Go linker (it writes its output through mmap) and renamed
