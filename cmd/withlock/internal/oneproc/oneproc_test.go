@@ -19,7 +19,8 @@ func TestDefaultIsWhatTheRuntimeChose(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultIsWhatTheRuntimeChose$")
-	cmd.Env = append(os.Environ(), "ONEPROC_CHILD=1", "GOMAXPROCS=3")
+	// atexit_sleep_ms=0: a -race child would otherwise sleep 1 s on its way out.
+	cmd.Env = append(os.Environ(), "ONEPROC_CHILD=1", "GOMAXPROCS=3", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("child: %v", err)
