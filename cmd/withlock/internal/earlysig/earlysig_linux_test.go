@@ -102,10 +102,11 @@ func TestTake(t *testing.T) {
 }
 
 // A command that is not pinned gets the runtime's GOMAXPROCS back from
-// oneproc's 1; run and scope keep 1 (cpupin).
+// oneproc's 1; run and scope keep 1 (cpupin). The test starts from a value
+// that is neither, so it tells the two apart on a machine with one CPU too.
 func TestStartRestoresGOMAXPROCSForOtherCommands(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(1)
+	runtime.GOMAXPROCS(oneproc.Default + 1)
 	start([]string{"withlock", "status"}, "")
 	if got := runtime.GOMAXPROCS(0); got != oneproc.Default {
 		t.Errorf("GOMAXPROCS = %d after start(status), want the runtime's %d", got, oneproc.Default)
