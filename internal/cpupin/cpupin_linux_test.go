@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,10 +36,17 @@ func helper() {
 		}()
 	}
 	runtime.LockOSThread()
-	var child []byte
+	// As if this were a thread sysmon cloned after slowSysmon: a slack of
+	// its own, which the child must not inherit.
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 2_000_000, 0, 0, 0)
+	forker := unix.Gettid()
+	var child, childSlack []byte
 	var err error
 	Unpinned(func() {
 		child, err = exec.Command("grep", "Cpus_allowed_list", "/proc/self/status").Output()
+		if err == nil {
+			childSlack, err = exec.Command("cat", "/proc/self/timerslack_ns").Output()
+		}
 	})
 	if err != nil {
 		os.Stdout.WriteString("child error: " + err.Error() + "\n")
@@ -51,12 +59,20 @@ func helper() {
 		if err != nil {
 			continue // a thread that just ended
 		}
+		slack, err := os.ReadFile("/proc/" + t.Name() + "/timerslack_ns")
+		if err != nil {
+			slack = []byte("?") // another thread's needs CAP_SYS_NICE
+		}
 		for _, line := range strings.Split(string(status), "\n") {
 			if strings.HasPrefix(line, "Cpus_allowed_list:") {
-				out.WriteString("thread " + strings.TrimSpace(strings.TrimPrefix(line, "Cpus_allowed_list:")) + "\n")
+				out.WriteString("thread " + strings.TrimSpace(strings.TrimPrefix(line, "Cpus_allowed_list:")) +
+					" " + t.Name() + " " + strings.TrimSpace(string(slack)) + "\n")
 			}
 		}
 	}
+	out.WriteString("pid " + itoa(os.Getpid()) + "\n")
+	out.WriteString("forker " + itoa(forker) + "\n")
+	out.WriteString("childslack " + strings.TrimSpace(string(childSlack)) + "\n")
 	out.WriteString("gomaxprocs " + itoa(runtime.GOMAXPROCS(0)) + "\n")
 	out.WriteString("child " + strings.TrimSpace(strings.TrimPrefix(string(child), "Cpus_allowed_list:")) + "\n")
 	os.Stdout.WriteString(out.String())
@@ -92,6 +108,8 @@ func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
 	threads, pinnedTo := 0, ""
+	slackOf := map[int]string{}
+	pid, forker, childSlack := 0, 0, ""
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		field := strings.Fields(line)
 		switch field[0] {
@@ -103,6 +121,14 @@ func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
 			if field[1] != pinnedTo || strings.ContainsAny(field[1], ",-") {
 				t.Errorf("threads on different CPU sets (%s, %s): want all on one CPU\n%s", pinnedTo, field[1], out)
 			}
+			tid, _ := strconv.Atoi(field[2])
+			slackOf[tid] = field[3]
+		case "pid":
+			pid, _ = strconv.Atoi(field[1])
+		case "childslack":
+			childSlack = field[1]
+		case "forker":
+			forker, _ = strconv.Atoi(field[1])
 		case "gomaxprocs":
 			if field[1] != "1" {
 				t.Errorf("GOMAXPROCS = %s after Start, want 1", field[1])
@@ -116,6 +142,56 @@ func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
 	if threads < 5 {
 		t.Errorf("saw %d threads, want at least the 4 locked ones and main:\n%s", threads, out)
 	}
+
+	// The timer slack. The child keeps the slack the helper started with
+	// (ours), though it is forked from a thread with a slack of its own.
+	// With CAP_SYS_NICE, which reading another thread's slack needs too,
+	// the lowest thread id above the pid (sysmon) has 1 ms and the main
+	// thread the start's.
+	start := strings.TrimSpace(readFile(t, "/proc/self/timerslack_ns"))
+	if childSlack != start {
+		t.Errorf("child forked inside Unpinned has timer slack %s, want the start's %s\n%s", childSlack, start, out)
+	}
+	if !hasSysNice(t) {
+		return
+	}
+	sysmon := 0
+	for tid := range slackOf {
+		if tid > pid && (sysmon == 0 || tid < sysmon) {
+			sysmon = tid
+		}
+	}
+	if want := strconv.Itoa(sysmonSlack); slackOf[sysmon] != want {
+		t.Errorf("thread %d (sysmon) has timer slack %s, want %s\n%s", sysmon, slackOf[sysmon], want, out)
+	}
+	if forker != pid && slackOf[pid] != start { // the forking thread set its own on purpose
+		t.Errorf("main thread's slack %s, want the start's %s\n%s", slackOf[pid], start, out)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// hasSysNice reports whether this process (and so the helper it starts)
+// has CAP_SYS_NICE in its effective set.
+func hasSysNice(t *testing.T) bool {
+	for _, line := range strings.Split(readFile(t, "/proc/self/status"), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return caps&(1<<unix.CAP_SYS_NICE) != 0
+		}
+	}
+	t.Fatal("no CapEff in /proc/self/status")
+	return false
 }
 
 // threads reads /proc/self/task whole: it names this thread, the main
