@@ -100,8 +100,8 @@ func pinAll() (first []int) {
 // run of a few milliseconds it wakes all the time: each wake-up a timer, a
 // VM exit and two context switches on withlock's one CPU, ~0.4 ms of CPU a
 // run here (per-thread schedstat). With the slack its sleeps last up to
-// 1 ms: 0.16–0.21 ms less CPU per run, 0.32 ms less per critical section
-// under 8 × 25 contention (README, Performance). What it costs: a P held by
+// 1 ms: 0.16–0.29 ms less CPU per run, 0.22–0.53 ms less per critical
+// section under 8 × 25 contention (interleaved drivers; README, Performance). What it costs: a P held by
 // a goroutine blocked in a system call is taken back up to 1 ms later, so a
 // signal or timer that arrives meanwhile waits that much longer.
 //
