@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testenv"
 )
 
 // defaultDeadline bounds one withlock run started by runWithlock.
@@ -93,19 +95,7 @@ func testEnv(t *testing.T) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, markVar+"="+s.mark, "XDG_RUNTIME_DIR="+s.runtimeDir, "GORACE="+goraceForChildren())
-}
-
-// goraceForChildren keeps the caller's GORACE options but drops the race
-// runtime's default 1 s sleep at exit, which would add a second to every
-// withlock run when the binary is built with -race. A race still makes
-// withlock exit 66 with the report on stderr, failing the test that saw it.
-func goraceForChildren() string {
-	opts := os.Getenv("GORACE")
-	if strings.Contains(opts, "atexit_sleep_ms") {
-		return opts
-	}
-	return strings.TrimSpace(opts + " atexit_sleep_ms=0")
+	return append(env, markVar+"="+s.mark, "XDG_RUNTIME_DIR="+s.runtimeDir, "GORACE="+testenv.GORACE())
 }
 
 // withlockCommand returns an unstarted withlock command with testEnv; tests

@@ -7,11 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/withlock/withlock/internal/testenv"
 )
 
 // TestMain lets the test binary double as the withlock command inside the
@@ -33,8 +34,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("WITHLOCK_SCOPE_FILE", filepath.Join(env.WorkDir, "locks", "scope.lock"))
 			env.Setenv("WITHLOCK_TTL", "")
 			env.Setenv("XDG_RUNTIME_DIR", "")
-			// Under -race every process sleeps 1s at exit unless told not to.
-			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+			env.Setenv("GORACE", testenv.GORACE())
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

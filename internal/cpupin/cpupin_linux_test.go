@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/testenv"
 )
 
 // The pin changes the whole process, so it is tested in a child: the test
@@ -101,8 +103,7 @@ func TestStartPinsEveryThreadButNotTheChild(t *testing.T) {
 	wantChild := strings.TrimSpace(strings.TrimPrefix(string(want), "Cpus_allowed_list:"))
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// atexit_sleep_ms=0: a -race helper would otherwise sleep 1 s on its way out.
-	cmd.Env = append(os.Environ(), helperVar+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = append(os.Environ(), helperVar+"=1", "GORACE="+testenv.GORACE())
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)

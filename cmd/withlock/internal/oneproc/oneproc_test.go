@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/withlock/withlock/internal/testenv"
 )
 
 // In a process started with GOMAXPROCS=3, the package has set 1 by the time
@@ -19,8 +21,7 @@ func TestDefaultIsWhatTheRuntimeChose(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultIsWhatTheRuntimeChose$")
-	// atexit_sleep_ms=0: a -race child would otherwise sleep 1 s on its way out.
-	cmd.Env = append(os.Environ(), "ONEPROC_CHILD=1", "GOMAXPROCS=3", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = append(os.Environ(), "ONEPROC_CHILD=1", "GOMAXPROCS=3", "GORACE="+testenv.GORACE())
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("child: %v", err)
