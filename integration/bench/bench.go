@@ -17,6 +17,7 @@ import (
 type bench struct {
 	withlock        string // path of the binary under test (the installed copy); "" when unavailable
 	withlockAsFound string // the binary as go build left it, or as -bin named it
+	withlockGiven   bool   // withlockAsFound is -bin's, not the bench's build
 	withlockMissing string // why it is unavailable
 	goFloor         string // path of the go-floor peer (./gofloor); "" when its build failed
 	goFloorMissing  string // why it is unavailable

@@ -103,7 +103,10 @@ func prepareDepinit(b *bench) ([]*tool, func(), error) {
 		missing = "n/a (build failed)"
 	}
 	for _, p := range progs { // run from installed copies, as withlock is (installCopy)
-		if err := installCopy(filepath.Join(built, p.name), filepath.Join(bin, p.name)); missing == "" && err != nil {
+		if missing != "" {
+			break
+		}
+		if err := installCopy(filepath.Join(built, p.name), filepath.Join(bin, p.name)); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			missing = "n/a (install failed)"
 		}

@@ -71,6 +71,7 @@ func run() int {
 	b.tmp = tmp
 	b.env = benchEnv()
 	b.withlockAsFound, b.withlockMissing = prepareWithlock(opts.bin, tmp)
+	b.withlockGiven = opts.bin != ""
 	b.withlock = b.installed(b.withlockAsFound, "withlock", &b.withlockMissing)
 	goFloor, goFloorMissing := prepareGoFloor(tmp)
 	b.goFloor = b.installed(goFloor, "gofloor", &goFloorMissing)

@@ -134,7 +134,7 @@ func preparePagecache(b *bench) ([]*tool, func(), error) {
 		return b.wallOf(0, bin, "run", "--dir", dir, "pc", "--", "/bin/true")
 	}
 	asFound := "as built (go build's output)"
-	if b.withlockAsFound != "" && filepath.Dir(b.withlockAsFound) != filepath.Join(b.tmp, "built") {
+	if b.withlockGiven {
 		asFound = "as -bin named it"
 	}
 	installed := b.withlockTool("installed copy", run(b.withlock))

@@ -175,7 +175,7 @@ func threads() ([]int, error) {
 // the timer slack withlock started with.
 func Unpinned(f func()) {
 	mu.Lock()
-	p := pinned
+	p, slack := pinned, startSlack
 	mu.Unlock()
 	if !p {
 		f()
@@ -183,8 +183,8 @@ func Unpinned(f func()) {
 	}
 	_ = unix.SchedSetaffinity(0, &original)
 	defer unix.SchedSetaffinity(0, &onto)
-	if startSlack > 0 { // this thread may be one sysmon cloned (slowSysmon)
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(startSlack), 0, 0, 0)
+	if slack > 0 { // this thread may be one sysmon cloned (slowSysmon)
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
 	}
 	f()
 }
