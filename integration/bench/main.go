@@ -41,8 +41,8 @@ func parseFlags(b *bench) options {
 	var o options
 	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision (scope: at least 200)")
 	flag.IntVar(&b.handoffRuns, "handoff-runs", 50, "hand-offs per tool")
-	// 15 rounds: a round is ~1 s for the three tools, and a 5-round median
-	// moved the ratio by ±0.04 between invocations on the 2-core VM.
+	// 15 rounds: a round is ~1 s for the three tools, and on the 2-core VM
+	// 5-round medians spread ±0.05 around the 15-round ratio (README).
 	flag.IntVar(&b.throughputRounds, "throughput-rounds", 15, "contention rounds per tool")
 	flag.IntVar(&b.workers, "workers", 8, "concurrent workers in the contention section")
 	flag.IntVar(&b.perWorker, "per-worker", 25, "critical sections per worker")
