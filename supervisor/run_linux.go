@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/internal/cpupin"
 	"github.com/withlock/withlock/reaper"
 )
 
@@ -90,7 +89,7 @@ func forkAndAwait(cfg Config, term *terminal, started chan<- spawned, exited cha
 	runtime.LockOSThread()
 	var pid int
 	var err error
-	cpupin.Unpinned(func() { pid, err = spawn(cfg, term) })
+	pid, err = spawn(cfg, term)
 	started <- spawned{pid, err}
 	if err == nil {
 		awaitExit(pid)

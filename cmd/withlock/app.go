@@ -35,7 +35,6 @@ func newApp() *cli.App {
 	for _, c := range app.Commands {
 		hideHelpCommands(c)
 	}
-	cacheFlagNames(app.Commands)
 	return app
 }
 
@@ -134,7 +133,7 @@ func takesValue(cmd *cli.Command, arg string) bool {
 			if n != name {
 				continue
 			}
-			if _, isBool := unwrapFlag(f).(*cli.BoolFlag); isBool {
+			if _, isBool := f.(*cli.BoolFlag); isBool {
 				return false
 			}
 			return true

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/withlock/withlock/cmd/withlock/internal/earlysig"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -21,17 +20,11 @@ func main() {
 	os.Exit(Main(os.Args))
 }
 
-// subscribeSignals returns the signal subscription of this run: the one
-// started during initialisation (package earlysig), else a new one. Either way it is taken
-// before the lock wait, so a signal in the wait or during spawn is queued,
-// never lost. It is not stopped: the process exits after the run, and each
-// unsubscription costs a round trip to Go's signal thread.
-func subscribeSignals() *supervisor.Signals {
-	if s := earlysig.Take(); s != nil {
-		return s
-	}
-	return supervisor.Notify()
-}
+// subscribeSignals subscribes to the signals the supervisor forwards. A run
+// takes it before the lock wait, as runc subscribes before it waits, so a
+// signal that arrives while waiting or during spawn is queued, never lost.
+// It is not stopped: the process exits after the run.
+func subscribeSignals() *supervisor.Signals { return supervisor.Notify() }
 
 // Main runs the command line and returns the exit status. It is the only
 // caller of os.Exit's value, so every deferred release inside a command
