@@ -11,8 +11,8 @@ import (
 
 // lockGuard takes flock(LOCK_EX) on the guard file, waiting at most bound.
 // The guard serialises every state transition of one run id among withlock
-// processes (reclaim, acquire, renew, release, break) and is held for
-// microseconds at a time.
+// processes (reclaim, acquire, renew, release, break) and is held only
+// for the few file operations of one transition.
 //
 // flock has no timed form, and a blocked flock cannot be interrupted (Go's
 // signal handlers restart it). So a contended guard is waited for by a

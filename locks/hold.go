@@ -14,8 +14,8 @@ import (
 // directory. The kernel grants a released flock to one waiter at a time, so
 // a release wakes the one waiter that takes the lock next; with inotify,
 // every release wakes every waiter, and each of them reads the lock file
-// only to find it taken again (eight waiters: ~3.6 wake-ups of ~70 µs of
-// CPU each per hand-off, measured).
+// only to find it taken again: a hand-off among n waiters costs n wake-ups
+// instead of one.
 //
 // The lock file stays the only truth of who holds the lock: the hold only
 // decides when a waiter looks again. Whoever owns the hold is the holder or

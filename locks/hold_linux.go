@@ -11,7 +11,7 @@ import (
 // when the fence file cannot be opened or locked: the caller then watches
 // the directory. A hold free at once is granted before it returns.
 func (r *RunLocker) requestHold(runID string) *holdRequest {
-	if r.noHold {
+	if r.knobs().noHold {
 		return nil
 	}
 	f, err := r.fsys().OpenCounter(r.fencePath(runID))
@@ -39,7 +39,7 @@ func (r *RunLocker) requestHold(runID string) *holdRequest {
 // tryHold takes the hold on f, the fence file a new holder has open,
 // without waiting.
 func (r *RunLocker) tryHold(f *os.File) bool {
-	if r.noHold {
+	if r.knobs().noHold {
 		return false
 	}
 	return flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil

@@ -51,7 +51,7 @@ func heldWithWaiter(t *testing.T, poll time.Duration) (*Lock, *RunLocker) {
 	dir := t.TempDir()
 	l := mustAcquire(t, newTestLocker(t, dir, time.Hour), "job")
 	w := newTestLocker(t, dir, time.Hour)
-	w.holdPoll = poll
+	knobsOf(w).holdPoll = poll
 	return l, w
 }
 
@@ -60,7 +60,7 @@ type waits struct{ queued, watching atomic.Int64 }
 
 func countWaits(r *RunLocker) *waits {
 	w := &waits{}
-	r.hook = func(point string) {
+	knobsOf(r).hook = func(point string) {
 		switch point {
 		case "wait:queued":
 			w.queued.Add(1)
@@ -112,7 +112,7 @@ func TestHolderKeepsTheHoldUntilRelease(t *testing.T) {
 		t.Fatal("the hold is free while its holder holds the lock")
 	}
 	freeAtRemoval := true
-	r.hook = func(point string) {
+	knobsOf(r).hook = func(point string) {
 		if point == "release:verified" { // the file is removed next
 			freeAtRemoval = holdFree(t, r, "job")
 		}
@@ -120,7 +120,7 @@ func TestHolderKeepsTheHoldUntilRelease(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	r.hook = nil
+	knobsOf(r).hook = nil
 	if freeAtRemoval {
 		t.Fatal("the hold was let go before the lock file was removed")
 	}
@@ -129,7 +129,7 @@ func TestHolderKeepsTheHoldUntilRelease(t *testing.T) {
 	}
 
 	// Negative control: without the hold, nothing is kept or claimed.
-	r.noHold = true
+	knobsOf(r).noHold = true
 	l = mustAcquire(t, r, "job")
 	defer l.Release()
 	if readPayload(t, l.Path).Hold {
@@ -187,7 +187,7 @@ func TestOneReleaseWakesOneWaiter(t *testing.T) {
 		got := make(chan acquired, n)
 		for range n {
 			w := newTestLocker(t, dir, time.Hour)
-			w.noHold, w.holdPoll = noHold, time.Hour
+			knobsOf(w).noHold, knobsOf(w).holdPoll = noHold, time.Hour
 			c := countWaits(w)
 			isWaiting := waiting(w)
 			all = append(all, c)
@@ -251,7 +251,7 @@ func TestHolderWithoutTheHoldIsWatched(t *testing.T) {
 		t.Fatal("a holder that could not take the hold claims it")
 	}
 	w := newTestLocker(t, dir, time.Hour)
-	w.holdPoll = time.Hour
+	knobsOf(w).holdPoll = time.Hour
 	counts := countWaits(w)
 	isWaiting := waiting(w)
 	got := acquireInGoroutine(w, "job", time.Minute)

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // MaxPayload is the largest lock file that is parsed; a larger one is
@@ -48,11 +46,9 @@ func ParsePayload(data []byte) (Payload, error) {
 	if len(data) > MaxPayload {
 		return Payload{}, fmt.Errorf("%w: over %d bytes", errBadPayload, MaxPayload)
 	}
-	p, ok := decodeEncoded(data)
-	if !ok {
-		if err := json.Unmarshal(data, &p); err != nil {
-			return Payload{}, fmt.Errorf("%w: %v", errBadPayload, err)
-		}
+	var p Payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Payload{}, fmt.Errorf("%w: %v", errBadPayload, err)
 	}
 	if p.LockID == "" || p.ExpiresAt <= 0 {
 		return Payload{}, fmt.Errorf("%w: missing lock_id or expires_at", errBadPayload)
@@ -60,127 +56,15 @@ func ParsePayload(data []byte) (Payload, error) {
 	return p, nil
 }
 
-// Encode renders the payload, exactly as json.Marshal would, plus a
-// newline. It is written out by hand because every acquisition encodes one
-// payload in a fresh process, where json.Marshal's first call builds its
-// reflection cache: ~50 µs, a tenth of withlock's own start-up.
-// FuzzPayloadEncode holds the two to the same bytes.
-func (p Payload) Encode() []byte {
-	if !finite(p.CreatedAt) || !finite(p.ExpiresAt) {
-		// json.Marshal refuses these; our clock never produces them.
-		panic(fmt.Sprintf("lock payload with a non-finite time: %v, %v", p.CreatedAt, p.ExpiresAt))
+// Encode renders the payload as the lock file holds it: JSON and a newline.
+// It fails only for a time that is not a finite number, which our clock
+// never produces.
+func (p Payload) Encode() ([]byte, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode lock payload: %w", err)
 	}
-	b := make([]byte, 0, 320+len(p.RunID)+len(p.Command)+len(p.Host))
-	b = append(b, `{"run_id":`...)
-	b = appendPayloadString(b, p.RunID)
-	b = append(b, `,"lock_id":`...)
-	b = appendPayloadString(b, p.LockID)
-	b = append(b, `,"pid":`...)
-	b = strconv.AppendInt(b, int64(p.Pid), 10)
-	b = append(b, `,"created_at":`...)
-	b = appendJSONFloat(b, p.CreatedAt)
-	b = append(b, `,"expires_at":`...)
-	b = appendJSONFloat(b, p.ExpiresAt)
-	b = appendStringField(b, `,"host":`, p.Host)
-	b = appendStringField(b, `,"boot_id":`, p.BootID)
-	b = appendUintField(b, `,"pid_ns":`, p.PidNS)
-	b = appendUintField(b, `,"pid_start":`, p.PidStart)
-	b = appendStringField(b, `,"command":`, p.Command)
-	b = appendUintField(b, `,"fencing_token":`, p.FencingToken)
-	if p.Hold {
-		b = append(b, `,"hold":true`...)
-	}
-	return append(b, "}\n"...)
-}
-
-// appendStringField and appendUintField write an omitempty field: key
-// (with its leading comma) and value, or nothing for a zero value.
-func appendStringField(b []byte, key, v string) []byte {
-	if v == "" {
-		return b
-	}
-	return appendPayloadString(append(b, key...), v)
-}
-
-func appendUintField(b []byte, key string, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendUint(append(b, key...), v, 10)
-}
-
-func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
-
-// appendJSONFloat formats f as encoding/json does a float64: the shortest
-// decimal that round-trips, in exponent form only below 1e-6 or from 1e21.
-func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 → e-9, as encoding/json does
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// appendPayloadString quotes s exactly as encoding/json does (HTML-safe):
-// control characters, quote and backslash escaped, <, > and & as \u00XX,
-// invalid UTF-8 as \ufffd, and U+2028/U+2029 escaped. (The scope registry's
-// appendJSONString escapes less; its format is its own.)
-func appendPayloadString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '\n'), nil
 }
 
 // Created and Expires convert the epoch-second floats.

@@ -42,22 +42,11 @@ type RunLocker struct {
 	self Identity
 	now  func() time.Time
 	live func(pid int, start uint64) Liveness
-	// hook, when set by a test, is called at named points of a state
-	// transition so a test can pause one process there and race another.
-	hook func(point string)
-	// unserialised, set only by negative-control tests, skips the guard and
-	// the post-move ownership check: the races they prevent must then show.
-	unserialised bool
-	// noHold, set only by tests, neither takes the hold nor queues for it
-	// (see hold.go): every waiter watches the directory.
-	noHold bool
-	// holdPoll, when set by a test, replaces defaultHoldPoll.
-	holdPoll time.Duration
 }
 
 // lockGuard serialises one state transition of runID (see guard_linux.go).
 func (r *RunLocker) lockGuard(runID string) (*os.File, error) {
-	if r.unserialised {
+	if r.knobs().unserialised {
 		return nil, nil
 	}
 	return lockGuard(r.fsys(), r.guardPath(runID), r.guardBound())
@@ -96,13 +85,6 @@ func (r *RunLocker) guardBound() time.Duration {
 		return DefaultGuardBound
 	}
 	return r.GuardBound
-}
-
-func (r *RunLocker) at(point string) {
-	crashPoint(point)
-	if r.hook != nil {
-		r.hook(point)
-	}
 }
 
 // Key is the file-system-safe name of a run id: sha256 in hex.
@@ -283,7 +265,7 @@ func (r *RunLocker) holder(path string, v lockView) *Holder {
 // does not take the guard); that file is put back.
 func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason) (bool, error) {
 	ino := v.ino
-	if r.unserialised {
+	if r.knobs().unserialised {
 		ino = 0 // negative control: no post-move check
 	}
 	dst, err := r.moveLockAside(lockPath, ino)
@@ -348,7 +330,11 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		FencingToken: token,
 		Hold:         ownHold || granted,
 	}
-	enc := p.Encode()
+	enc, err := p.Encode()
+	if err != nil {
+		failed()
+		return nil, nil, err
+	}
 	var linkErr error
 	if f, err := fsys.WriteUnnamed(r.Dir, enc, 0o600); err == nil {
 		r.at("acquire:after-temp")
@@ -429,8 +415,8 @@ func bumpCounter(f *os.File, path string, seen uint64) (uint64, error) {
 }
 
 // counterText is the counter's form on disk: 20 digits, zero-padded, and a
-// newline (fmt's "%020d\n"; every uint64 fits). Not through fmt: its first
-// use in a process costs ~45 µs here, and an acquisition is often the first.
+// newline (fmt's "%020d\n"; every uint64 fits). The fixed width lets a
+// rewrite in place never leave the tail of a longer old value behind.
 func counterText(token uint64) [21]byte {
 	var out [21]byte
 	for i := 19; i >= 0; i-- {
@@ -439,12 +425,6 @@ func counterText(token uint64) [21]byte {
 	}
 	out[20] = '\n'
 	return out
-}
-
-func randomID() string {
-	var b [16]byte
-	randomBytes(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func truncate(s string, n int) string {
@@ -561,14 +541,13 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 // defaultHoldPoll is how often a waiter queued for the hold looks at the
 // lock file anyway (±25%): a lock file removed by hand or broken while its
 // holder runs, and a hold kept by a stopped process, are seen within it.
-// As the directory watch's safety poll, ~5 s: each look costs ~0.5 ms of
-// CPU accounted to an idle waiter on a small VM (measured: 519 µs per
-// second of waiting with a 1 s poll, 80 µs with 5 s).
+// Like the directory watch's safety poll it is seconds, not less: an idle
+// waiter should cost next to no CPU.
 const defaultHoldPoll = 5 * time.Second
 
 func (r *RunLocker) holdPollEvery() time.Duration {
-	if r.holdPoll > 0 {
-		return r.holdPoll
+	if p := r.knobs().holdPoll; p > 0 {
+		return p
 	}
 	return defaultHoldPoll
 }

@@ -297,7 +297,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	holder := newTestLocker(t, dir, time.Hour)
 	l := mustAcquire(t, holder, "job")
 	w := newTestLocker(t, dir, time.Hour)
-	w.holdPoll = time.Hour // only the hold's grant can wake a queued waiter in time
+	knobsOf(w).holdPoll = time.Hour // only the hold's grant can wake a queued waiter in time
 	got := make(chan error, 1)
 	acquire := func() {
 		l2, err := w.Acquire(context.Background(), "job", time.Minute)

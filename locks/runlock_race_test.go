@@ -21,7 +21,7 @@ type pausePoint struct {
 
 func pauseAt(r *RunLocker, point string) *pausePoint {
 	p := &pausePoint{reached: make(chan struct{}), resume: make(chan struct{})}
-	r.hook = func(at string) {
+	knobsOf(r).hook = func(at string) {
 		if at != point {
 			return
 		}
@@ -85,7 +85,7 @@ func raceTwoReclaimers(t *testing.T, serialised bool) int {
 	expire(t, mustAcquire(t, seed, "job"))
 
 	a, b := newTestLocker(t, dir, time.Minute), newTestLocker(t, dir, time.Minute)
-	a.unserialised, b.unserialised = !serialised, !serialised
+	knobsOf(a).unserialised, knobsOf(b).unserialised = !serialised, !serialised
 	watch := &guardWatch{asked: make(chan struct{})}
 	b.FS = watch
 	pa := pauseAt(a, "reclaim:judged")
@@ -142,7 +142,7 @@ func raceHolderAgainstReclaim(t *testing.T, serialised bool, point string, op fu
 	held := mustAcquire(t, h, "job")
 	expire(t, held)
 	rec := newTestLocker(t, dir, time.Minute)
-	h.unserialised, rec.unserialised = !serialised, !serialised
+	knobsOf(h).unserialised, knobsOf(rec).unserialised = !serialised, !serialised
 	watch := &guardWatch{asked: make(chan struct{})}
 	rec.FS = watch
 	ph := pauseAt(h, point)

@@ -19,9 +19,9 @@ import (
 //
 // The descriptors are non-blocking and read through Go's netpoller (epoll),
 // never with a blocking poll(2) from a goroutine: a thread blocked in a
-// system call keeps the runtime's sysmon polling every 20 µs for 10 ms
-// after each wake-up, about 10 ms of CPU per second of waiting, where the
-// netpoller lets the whole process sleep until an event or the timer.
+// system call keeps the runtime's sysmon thread waking to watch it, where
+// the netpoller lets the whole process sleep until an event or the timer
+// (a waiter may wait for hours; it should cost next to nothing).
 type waker struct {
 	ctx       context.Context
 	dir, name string
@@ -204,7 +204,7 @@ func (w *waker) closePid() {
 
 // Close releases the waker without waiting on the kernel. Closing an
 // inotify instance that still has a watch waits until the kernel has
-// retired the watch (an SRCU grace period: 10–20 ms measured here), and a
+// retired the watch (an SRCU grace period, tens of milliseconds), and a
 // process that exits with such an instance open waits the same in its
 // exit, where the caller of withlock sees it. The watch removed first,
 // the retirement runs in the kernel's background and a close a few

@@ -1,4 +1,4 @@
-package locks
+package fsys
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // ReadLockFile reads files whose size stat does not know (procfs reports 0)
 // whole, short and long ones, and still caps a regular file at limit+1.
 func TestReadLockFileSizelessAndCapped(t *testing.T) {
-	boot, _, err := OSFS{}.ReadLockFile("/proc/sys/kernel/random/boot_id", 64)
+	boot, _, err := OS{}.ReadLockFile("/proc/sys/kernel/random/boot_id", 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +25,14 @@ func TestReadLockFileSizelessAndCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := OSFS{}.ReadLockFile("/proc/self/limits", 1<<20)
+	got, _, err := OS{}.ReadLockFile("/proc/self/limits", 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(want) <= 512 || !bytes.Equal(got, want) {
 		t.Fatalf("limits: read %d bytes, want the %d os.ReadFile reads", len(got), len(want))
 	}
-	capped, _, err := OSFS{}.ReadLockFile("/proc/self/limits", 100)
+	capped, _, err := OS{}.ReadLockFile("/proc/self/limits", 100)
 	if err != nil || len(capped) != 101 {
 		t.Fatalf("limit 100: %d bytes (%v), want 101", len(capped), err)
 	}
@@ -41,14 +41,14 @@ func TestReadLockFileSizelessAndCapped(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Repeat([]byte("y"), 5000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if data, _, err := (OSFS{}).ReadLockFile(path, 4096); err != nil || len(data) != 4097 {
+	if data, _, err := (OS{}).ReadLockFile(path, 4096); err != nil || len(data) != 4097 {
 		t.Fatalf("regular file over the limit: %d bytes (%v), want 4097", len(data), err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.lock")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if data, _, err := (OSFS{}).ReadLockFile(empty, 4096); err != nil || len(data) != 0 {
+	if data, _, err := (OS{}).ReadLockFile(empty, 4096); err != nil || len(data) != 0 {
 		t.Fatalf("empty file: %q (%v)", data, err)
 	}
 }
@@ -71,14 +71,14 @@ func TestOpenCounterRegularOnlyAndBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{fifo, link, dir} {
-		if f, err := (OSFS{}).OpenCounter(path); err == nil {
+		if f, err := (OS{}).OpenCounter(path); err == nil {
 			f.Close()
 			t.Errorf("%s: opened, want a refusal", path)
 		}
 	}
 
 	path := filepath.Join(dir, "run.fence")
-	f, err := OSFS{}.OpenCounter(path)
+	f, err := OS{}.OpenCounter(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,160 @@
+// Package fsys is the small filesystem layer the lock code goes through, so
+// that tests can inject faults deterministically (mkdir always fails, a write
+// fails, a rename fails, a pause between a read and a rename): SPEC §3.
+//
+// OS is the real filesystem. Tests wrap it, embedding OS and overriding the
+// operations they break. Errors are *fs.PathError (or *os.LinkError for the
+// two-path operations), as package os returns them, so callers match causes
+// with errors.Is (fs.ErrNotExist, fs.ErrExist, syscall.EACCES, …).
+package fsys
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// FS is the set of filesystem operations a lock performs.
+type FS interface {
+	Mkdir(path string, perm fs.FileMode) error
+	Lstat(path string) (fs.FileInfo, error)
+	// ReadLockFile reads at most limit+1 bytes of a regular file (so a
+	// caller can tell an oversized one) without following a symlink and
+	// without blocking on a FIFO; anything but a regular file is refused
+	// with ErrNotRegular, its FileInfo returned with the error.
+	ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error)
+	// WriteNew creates path exclusively (O_EXCL, no symlink followed) with
+	// perm, writes data and closes. On error nothing is left behind. It
+	// does not fsync: a lock means nothing after a crash of the machine
+	// (the boot id changes and a torn file is judged stale).
+	WriteNew(path string, data []byte, perm fs.FileMode) error
+	// WriteUnnamed writes data to a new file in dir that has no name yet
+	// (O_TMPFILE) and returns it open; errors.ErrUnsupported when the
+	// filesystem or kernel cannot, and the caller uses WriteNew instead.
+	// Dropped unlinked, it vanishes: there is no temp name to remove.
+	WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error)
+	// LinkUnnamed gives a WriteUnnamed file the name path, failing with
+	// EEXIST when path exists, like Link.
+	LinkUnnamed(f *os.File, path string) error
+	Link(oldpath, newpath string) error
+	// RenameNoReplace renames without ever replacing newpath (EEXIST when
+	// newpath exists).
+	RenameNoReplace(oldpath, newpath string) error
+	// Rename replaces newpath atomically.
+	Rename(oldpath, newpath string) error
+	Remove(path string) error
+	// OpenGuard opens (creating 0600, no symlink followed) a file that is
+	// only ever flocked: a guard.
+	OpenGuard(path string) (*os.File, error)
+	// OpenCounter opens (creating 0600) a small regular file for reading
+	// and rewriting in place, without following a symlink or blocking on a
+	// FIFO; anything but a regular file is refused with ErrNotRegular.
+	OpenCounter(path string) (*os.File, error)
+}
+
+// ErrNotRegular: the path names something other than a regular file (a
+// FIFO, a device, a directory, a symlink), which a lock never is.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OS is the real filesystem. The zero value is ready to use.
+type OS struct{}
+
+func (OS) Mkdir(path string, perm fs.FileMode) error { return os.Mkdir(path, perm) }
+func (OS) Lstat(path string) (fs.FileInfo, error)    { return os.Lstat(path) }
+func (OS) Link(oldpath, newpath string) error        { return os.Link(oldpath, newpath) }
+func (OS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
+func (OS) Remove(path string) error                  { return os.Remove(path) }
+
+func (OS) WriteNew(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	f, err := openRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		var nr *notRegularError
+		if errors.As(err, &nr) {
+			return nil, nr.fi, err
+		}
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	// A /proc file reports size 0 and is read to its end all the same.
+	data := make([]byte, 0, min(max(fi.Size(), 512), limit)+1)
+	for int64(len(data)) <= limit {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(data[len(data):min(int64(cap(data)), limit+1)])
+		data = data[:len(data)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return data, fi, err
+		}
+	}
+	return data, fi, nil
+}
+
+// OpenCounter clears O_NONBLOCK once the file is known to be regular: the
+// descriptor may be handed to other programs (a run's command inherits its
+// tree file), which expect a plain one.
+func (OS) OpenCounter(path string) (*os.File, error) {
+	f, err := openRegular(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := clearNonblock(f); err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return f, nil
+}
+
+func (OS) OpenGuard(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
+}
+
+// openRegular opens path without following a symlink and without blocking
+// on a FIFO (O_NONBLOCK, which changes nothing for a regular file's reads,
+// writes or flocks), and refuses anything but a regular file.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|oNoFollow|oNonBlock, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{fi}}
+	}
+	return f, nil
+}
+
+// notRegularError matches ErrNotRegular and carries what was found.
+type notRegularError struct{ fi fs.FileInfo }
+
+func (e *notRegularError) Error() string { return ErrNotRegular.Error() }
+func (e *notRegularError) Unwrap() error { return ErrNotRegular }

@@ -1,0 +1,193 @@
+package proc
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Read's fields are the ones after the command name's last ')': the name
+// may hold spaces and parentheses (it is the executable's base name).
+func TestReadOddCommandName(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(t.TempDir(), "a) b (c")
+	if err := os.Symlink(sleep, odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	line, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), "(a) b (c)") {
+		t.Fatalf("command name not as expected: %s", line)
+	}
+	rest := strings.Fields(string(line[strings.LastIndexByte(string(line), ')')+1:]))
+	want := Process{Pid: cmd.Process.Pid, PPid: os.Getpid(), Pgrp: cmd.Process.Pid, State: rest[0][0]}
+	want.StartTime, _ = strconv.ParseUint(rest[22-3], 10, 64)
+	got, err := Read(cmd.Process.Pid)
+	if err != nil || got != want {
+		t.Fatalf("Read = %+v, %v; want %+v (%s)", got, err, want, line)
+	}
+}
+
+func TestLive(t *testing.T) {
+	self, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := exec.Command("true")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	waitState(t, zombie.Process.Pid, 'Z')
+	tests := []struct {
+		name  string
+		pid   int
+		start uint64
+		want  Liveness
+	}{
+		{"self", self.Pid, self.StartTime, Alive},
+		{"self, start unknown", self.Pid, 0, Alive},
+		{"self, other start", self.Pid, self.StartTime + 1, Reused},
+		{"reaped", reaped.Process.Pid, 0, Dead},
+		{"zombie", zombie.Process.Pid, 0, Dead},
+		{"pid 0", 0, 0, Dead},
+		{"init", 1, 0, Alive},
+	}
+	for _, tt := range tests {
+		if got := Live(tt.pid, tt.start); got != tt.want {
+			t.Errorf("%s: Live(%d, %d) = %v, want %v", tt.name, tt.pid, tt.start, got, tt.want)
+		}
+	}
+	if _, err := Read(reaped.Process.Pid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a reaped pid: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func waitState(t *testing.T, pid int, state byte) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := Read(pid)
+		if err == nil && p.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never reached state %c (%+v, %v)", pid, state, p, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBootIDAndNamespace(t *testing.T) {
+	boot, err := BootID()
+	if err != nil || len(boot) != 36 {
+		t.Fatalf("boot id %q (%v), want 36 characters", boot, err)
+	}
+	ns, err := PidNamespace()
+	if err != nil || ns == 0 {
+		t.Fatalf("pid namespace %d (%v)", ns, err)
+	}
+}
+
+// A shell's background child and its setsid'd grandchild are descendants;
+// the group lists the ones that stayed in it; Holding finds every process
+// that has an inherited file open, the setsid'd one included.
+func TestDescendantsGroupHolding(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sh := exec.Command("sh", "-c", `sleep 300 & setsid sleep 300 & echo ready; wait`)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sh.ExtraFiles = []*os.File{f}
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL); sh.Wait() }()
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	var ds []Process
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds, err = Descendants(sh.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 2 && ds[0].State != 'R' && ds[1].State != 'R' {
+			break // both exec'd sleep and are sleeping
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("descendants %+v, want two sleeps", ds)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var setsid, inGroup int
+	for _, p := range ds {
+		if p.Pgrp == p.Pid {
+			setsid = p.Pid
+		} else {
+			inGroup = p.Pid
+		}
+	}
+	if setsid == 0 || inGroup == 0 {
+		t.Fatalf("descendants %+v: want one setsid'd, one in the group", ds)
+	}
+	members, err := GroupMembers(sh.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, m := range members {
+		pids = append(pids, m.Pid)
+	}
+	slices.Sort(pids)
+	if want := []int{sh.Process.Pid, inGroup}; !slices.Equal(pids, sortedInts(want)) {
+		t.Errorf("group members %v, want %v", pids, sortedInts(want))
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	holding, err := Holding(FileID{Dev: uint64(st.Dev), Ino: st.Ino})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sortedInts([]int{os.Getpid(), sh.Process.Pid, inGroup, setsid})
+	slices.Sort(holding)
+	if !slices.Equal(holding, want) {
+		t.Errorf("Holding = %v, want %v (self, sh, both sleeps)", holding, want)
+	}
+}
+
+func sortedInts(s []int) []int { slices.Sort(s); return s }

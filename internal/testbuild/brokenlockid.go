@@ -1,0 +1,5 @@
+//go:build withlock_broken_lockid
+
+package testbuild
+
+func init() { SkipLockIDCheck = true }

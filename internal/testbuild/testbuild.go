@@ -1,0 +1,17 @@
+// Package testbuild holds what the integration suite's special builds of
+// withlock switch on: crash points (build tag withlock_crashpoints) and the
+// deliberately broken lock_id check of the negative controls (build tag
+// withlock_broken_lockid). In a release build every hook is off, and the
+// code that consults them pays one comparison.
+package testbuild
+
+// CrashAt, when set, is called at named points of the lock's state
+// transitions: acquire:after-temp, acquire:after-link, renew:after-temp,
+// reclaim:after-rename, tree:after-create, scope:mid-write. The crash build
+// sets it to SIGKILL the process at the point WITHLOCK_CRASH_AT names.
+var CrashAt func(point string)
+
+// SkipLockIDCheck, set only in the negative-control build, makes renew and
+// release skip their check that the lock file still carries their lock_id,
+// so the scorecard can show that its rows fail without it.
+var SkipLockIDCheck bool

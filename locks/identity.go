@@ -1,0 +1,57 @@
+package locks
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/withlock/withlock/internal/proc"
+)
+
+// Identity is what makes a pid meaningful: the machine, the boot, the pid
+// namespace, and the process start time that defeats pid reuse.
+type Identity struct {
+	Host     string
+	BootID   string
+	PidNS    uint64
+	Pid      int
+	PidStart uint64
+}
+
+// SelfIdentity describes the calling process.
+func SelfIdentity() (Identity, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return Identity{}, fmt.Errorf("hostname: %w", err)
+	}
+	boot, err := proc.BootID()
+	if err != nil {
+		return Identity{}, fmt.Errorf("boot id: %w", err)
+	}
+	ns, err := proc.PidNamespace()
+	if err != nil {
+		return Identity{}, fmt.Errorf("pid namespace: %w", err)
+	}
+	start, err := proc.StartTime(os.Getpid())
+	if err != nil {
+		return Identity{}, fmt.Errorf("own start time: %w", err)
+	}
+	return Identity{Host: host, BootID: boot, PidNS: ns, Pid: os.Getpid(), PidStart: start}, nil
+}
+
+// Liveness is what can be said about a pid on this host (internal/proc).
+type Liveness = proc.Liveness
+
+const (
+	Alive  = proc.Alive
+	Dead   = proc.Dead
+	Reused = proc.Reused
+)
+
+// ProcessLiveness judges pid on this host: dead (gone or a zombie), pid
+// reused (another start time), or alive (EPERM and "cannot tell" count as
+// alive: nothing is reclaimed on a guess).
+func ProcessLiveness(pid int, start uint64) Liveness { return proc.Live(pid, start) }
+
+// ProcessStartTime returns field 22 of /proc/<pid>/stat: the start time in
+// clock ticks since boot.
+func ProcessStartTime(pid int) (uint64, error) { return proc.StartTime(pid) }
