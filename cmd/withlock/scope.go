@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -80,30 +80,30 @@ func scopeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	path, err := filepath.Abs(locks.ScopeFilePath(c.String("scope-file"), os.Getenv))
+	path, err := filepath.Abs(scope.FilePath(c.String("scope-file"), os.Getenv))
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	be := scopeBackend{file: &locks.ScopeFile{Path: path, Log: log}, req: req}
+	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req}
 	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
 		func(err error) error { return scopeFailure(c, log, opts, err) })
 }
 
 // scopeRequest reads --name, --allow, --delegate-from and --socket; the
 // scopes are normalised (cleaned, symlinks of the existing part resolved).
-func scopeRequest(c *cli.Context) (locks.ScopeRequest, error) {
+func scopeRequest(c *cli.Context) (scope.Request, error) {
 	texts := c.StringSlice("allow")
 	if len(texts) == 0 {
-		return locks.ScopeRequest{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
+		return scope.Request{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
 	}
-	scopes, err := locks.ParseScopes(texts)
+	scopes, err := scope.ParseSpecs(texts)
 	if err != nil {
-		return locks.ScopeRequest{}, usageError("scope: %v", err)
+		return scope.Request{}, usageError("scope: %v", err)
 	}
 	for i := range scopes {
-		scopes[i] = locks.ResolveScope(scopes[i])
+		scopes[i] = scope.Resolve(scopes[i])
 	}
-	return locks.ScopeRequest{
+	return scope.Request{
 		Name:         c.String("name"),
 		Allow:        scopes,
 		DelegateFrom: c.String("delegate-from"),
@@ -117,12 +117,12 @@ func scopeFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, err
 	switch {
 	case errors.As(err, &sig):
 		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
-	case errors.Is(err, locks.ErrScopeConflict):
+	case errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Msg(err.Error())
 		}
 		return silentExit(opts.conflictExitCode)
-	case errors.Is(err, locks.ErrScopeUsage):
+	case errors.Is(err, scope.ErrUsage):
 		return usageError("scope: %v", err)
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
@@ -131,8 +131,8 @@ func scopeFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, err
 // scopeBackend registers in the scope registry through the run lock's
 // backend seam, so the wait is the same signal-abortable one.
 type scopeBackend struct {
-	file *locks.ScopeFile
-	req  locks.ScopeRequest
+	file *scope.Registry
+	req  scope.Request
 }
 
 // Acquire registers; a conflict or a busy registry is retried until wait
@@ -148,7 +148,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		retryable := errors.Is(err, locks.ErrScopeConflict) || errors.Is(err, locks.ErrRegistryBusy)
+		retryable := errors.Is(err, scope.ErrConflict) || errors.Is(err, scope.ErrBusy)
 		left := time.Until(deadline)
 		if !retryable || (wait >= 0 && left <= 0) {
 			return nil, err
@@ -169,8 +169,8 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 // scopeHold is a registered allocation. It cannot be lost the way a run
 // lock can (nothing expires), so its heartbeat never reports.
 type scopeHold struct {
-	file  *locks.ScopeFile
-	alloc locks.ScopeAllocation
+	file  *scope.Registry
+	alloc scope.Allocation
 }
 
 func (h *scopeHold) Env() []string {
@@ -205,7 +205,7 @@ func scopeStatusAction(c *cli.Context) error {
 		return err
 	}
 	st := &statusReport{Errors: []string{}}
-	ss := gatherScopes(locks.ScopeFilePath(c.String("scope-file"), os.Getenv), st)
+	ss := gatherScopes(scope.FilePath(c.String("scope-file"), os.Getenv), st)
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -245,8 +245,8 @@ func scopeResetAction(c *cli.Context) error {
 	if err := notScopeRun(c); err != nil {
 		return err
 	}
-	path := locks.ScopeFilePath(c.String("scope-file"), os.Getenv)
-	moved, err := (&locks.ScopeFile{Path: path}).Reset(context.Background())
+	path := scope.FilePath(c.String("scope-file"), os.Getenv)
+	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
 	for _, to := range moved {
 		fmt.Fprintf(os.Stdout, "moved aside to %s\n", to)
 	}

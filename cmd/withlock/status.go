@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 )
 
 func init() { commandRegistry = append(commandRegistry, statusCommand) }
@@ -61,7 +62,7 @@ func statusAction(c *cli.Context) error {
 		return exitWith(exitCantCreate, err)
 	}
 	runIDs := c.Args().Slice()
-	st := gatherStatus(locker, runIDs, locks.ScopeFilePath(c.String("scope-file"), os.Getenv))
+	st := gatherStatus(locker, runIDs, scope.FilePath(c.String("scope-file"), os.Getenv))
 	if c.Bool("json") {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -124,8 +125,8 @@ type leftoverStatus struct {
 }
 
 type scopeStatus struct {
-	File        string            `json:"file"`
-	Allocations []locks.ScopeNode `json:"allocations"`
+	File        string       `json:"file"`
+	Allocations []scope.Node `json:"allocations"`
 }
 
 // gatherStatus reads the lock directory and the scope registry. What could
@@ -197,8 +198,8 @@ func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 
 // gatherScopes reads the scope registry (under its shared flock, bounded).
 func gatherScopes(path string, st *statusReport) *scopeStatus {
-	ss := &scopeStatus{File: path, Allocations: []locks.ScopeNode{}}
-	nodes, err := (&locks.ScopeFile{Path: path}).Status(context.Background())
+	ss := &scopeStatus{File: path, Allocations: []scope.Node{}}
+	nodes, err := (&scope.Registry{Path: path}).Status(context.Background())
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
 		return ss
@@ -276,14 +277,14 @@ func lockRow(l lockStatus) []string {
 
 // scopeRows adds n and its delegates, each level indented under its
 // parent and marked "└ "; indent is n's own.
-func scopeRows(t *table, n locks.ScopeNode, indent string) {
+func scopeRows(t *table, n scope.Node, indent string) {
 	holder := "dead"
 	if n.Alive {
 		holder = "alive"
 	}
 	var reads []string
 	for _, s := range n.Allow {
-		if sc, err := locks.ParseScope(s); err == nil && sc.Mode == locks.ScopeRead {
+		if sc, err := scope.ParseSpec(s); err == nil && sc.Mode == scope.Read {
 			reads = append(reads, s)
 		}
 	}

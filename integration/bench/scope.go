@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 )
 
 // scopeHolders is how many allocations the registry holds (issue 4's
@@ -41,7 +42,7 @@ func init() {
 			}
 			return []*tool{{
 				name:    "withlock",
-				command: "locks.ScopeFile Register + Release, registry on " + where,
+				command: "scope.Registry Register + Release, registry on " + where,
 				measure: measure,
 			}}, cleanup, nil
 		},
@@ -70,11 +71,11 @@ func scopeRegisterRelease(path string) (func(int) (float64, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := &locks.ScopeRegistry{Allocations: make([]locks.ScopeAllocation, 0, scopeHolders)}
+	reg := &scope.Table{Allocations: make([]scope.Allocation, 0, scopeHolders)}
 	created := float64(time.Now().UnixNano()) / 1e9
 	for i := range scopeHolders {
 		n := strconv.Itoa(i)
-		reg.Allocations = append(reg.Allocations, locks.ScopeAllocation{
+		reg.Allocations = append(reg.Allocations, scope.Allocation{
 			Name: "holder" + n, PID: pid, PIDStart: start,
 			Socket:     "/run/withlock/holder" + n + ".sock",
 			ScopeAllow: []string{"/bench/tree" + n + ":write:recursive"},
@@ -85,12 +86,12 @@ func scopeRegisterRelease(path string) (func(int) (float64, error), error) {
 	if err := os.WriteFile(path, reg.Encode(), 0o600); err != nil {
 		return nil, err
 	}
-	allow, err := locks.ParseScopes([]string{"/bench/new:write:recursive"})
+	allow, err := scope.ParseSpecs([]string{"/bench/new:write:recursive"})
 	if err != nil {
 		return nil, err
 	}
-	f := &locks.ScopeFile{Path: path}
-	q := locks.ScopeRequest{Name: "bench", Allow: allow, PID: pid, PIDStart: start}
+	f := &scope.Registry{Path: path}
+	q := scope.Request{Name: "bench", Allow: allow, PID: pid, PIDStart: start}
 	ctx := context.Background()
 	return func(int) (float64, error) {
 		began := time.Now()

@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"runtime"
@@ -19,7 +19,7 @@ type LiveFunc func(pid int, start uint64) bool
 // ancestor, and every scope_deny is recomputed, so with A→B→D and B dead, D
 // is delegated from A, A's deny is D's allow, and the rest of B's scope is
 // A's again. It returns the allocations removed.
-func (r *ScopeRegistry) ReclaimStale(alive LiveFunc) []ScopeAllocation {
+func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
 	return r.remove(judgeHolders(r.Allocations, alive))
 }
 
@@ -30,7 +30,7 @@ const sweepChunk = 128
 // judgeHolders marks the allocations whose holder is gone. Judging is
 // system calls, independent per holder, so a large registry is swept by
 // up to GOMAXPROCS goroutines, all joined before it returns.
-func judgeHolders(allocs []ScopeAllocation, alive LiveFunc) []bool {
+func judgeHolders(allocs []Allocation, alive LiveFunc) []bool {
 	gone := make([]bool, len(allocs))
 	judge := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -54,7 +54,7 @@ func judgeHolders(allocs []ScopeAllocation, alive LiveFunc) []bool {
 // Release removes the allocation with this name and pid (both must match:
 // a name may have been reused after we were reclaimed) and hands its scope
 // back as ReclaimStale does. It reports whether it was there.
-func (r *ScopeRegistry) Release(name string, pid int) bool {
+func (r *Table) Release(name string, pid int) bool {
 	gone := make([]bool, len(r.Allocations))
 	found := false
 	for i := range r.Allocations {
@@ -66,16 +66,17 @@ func (r *ScopeRegistry) Release(name string, pid int) bool {
 	return found
 }
 
-// remove drops the marked allocations, re-parents the others to their
-// nearest kept ancestor, breaks delegation cycles and recomputes denies.
-func (r *ScopeRegistry) remove(gone []bool) []ScopeAllocation {
+// remove drops the marked allocations, re-parents the others (reparent),
+// breaks delegation cycles and recomputes denies. Linear in the
+// allocations: one name index, one pass per step.
+func (r *Table) remove(gone []bool) []Allocation {
 	index := r.nameIndex(gone)
 	parents := make([]string, len(r.Allocations))
 	for i := range r.Allocations {
-		parents[i] = nearestKept(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
+		parents[i] = reparent(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
 	}
 	// Compact in place: position k ≤ i, so nothing unread is overwritten.
-	var removed []ScopeAllocation
+	var removed []Allocation
 	k := 0
 	for i := range r.Allocations {
 		if gone[i] {
@@ -98,7 +99,7 @@ func (r *ScopeRegistry) remove(gone []bool) []ScopeAllocation {
 
 // nameIndex maps names to positions, preferring kept allocations when a
 // foreign writer left two with one name; gone may be nil (none gone).
-func (r *ScopeRegistry) nameIndex(gone []bool) map[string]int {
+func (r *Table) nameIndex(gone []bool) map[string]int {
 	index := make(map[string]int, len(r.Allocations))
 	isGone := func(i int) bool { return gone != nil && gone[i] }
 	for i := range r.Allocations {
@@ -110,9 +111,12 @@ func (r *ScopeRegistry) nameIndex(gone []bool) map[string]int {
 	return index
 }
 
-// nearestKept follows delegated_from from parent through removed
-// allocations to the first kept one; "" when the chain ends or loops.
-func nearestKept(allocs []ScopeAllocation, index map[string]int, gone []bool, parent string) string {
+// reparent is the seed's re-parenting rule (子 Pod の delegated_from を親に
+// 付け替え): an allocation whose parent goes away is delegated from its
+// nearest ancestor that stays. It follows delegated_from from parent
+// through the removed allocations to the first kept one; "" when the chain
+// ends (the allocation becomes a root) or loops.
+func reparent(allocs []Allocation, index map[string]int, gone []bool, parent string) string {
 	for steps := 0; parent != "" && steps <= len(allocs); steps++ {
 		i, ok := index[parent]
 		if !ok {
@@ -127,22 +131,37 @@ func nearestKept(allocs []ScopeAllocation, index map[string]int, gone []bool, pa
 }
 
 // breakCycles makes an allocation a root when following delegated_from from
-// it comes back to it; only a foreign writer can create such a loop.
-func (r *ScopeRegistry) breakCycles(index map[string]int) {
-	for i := range r.Allocations {
-		var seen map[int]bool
-		for j, ok := index[r.Allocations[i].DelegatedFrom]; ok; j, ok = index[r.Allocations[j].DelegatedFrom] {
-			if j == i {
-				r.Allocations[i].DelegatedFrom = ""
+// it comes back to it — of each loop the first member in registry order,
+// which breaks the loop for the others; only a foreign writer can create
+// one. Every allocation is walked once.
+func (r *Table) breakCycles(index map[string]int) {
+	const unseen, done = 0, -1
+	walk := make([]int, len(r.Allocations)) // unseen, done, or 1 + the walk it is on
+	pos := make([]int, len(r.Allocations))  // its position in that walk
+	var path []int
+	for start := range r.Allocations {
+		if walk[start] != unseen {
+			continue
+		}
+		path = path[:0]
+		for j := start; ; {
+			if walk[j] == start+1 { // back on this walk: path[pos[j]:] is a loop
+				r.Allocations[slices.Min(path[pos[j]:])].DelegatedFrom = ""
 				break
 			}
-			if seen[j] {
-				break // a loop further up; broken when its own members come
+			if walk[j] != unseen {
+				break // reached a walk already done
 			}
-			if seen == nil {
-				seen = make(map[int]bool)
+			walk[j], pos[j] = start+1, len(path)
+			path = append(path, j)
+			next, ok := index[r.Allocations[j].DelegatedFrom]
+			if !ok || r.Allocations[j].DelegatedFrom == "" {
+				break
 			}
-			seen[j] = true
+			j = next
+		}
+		for _, j := range path {
+			walk[j] = done
 		}
 	}
 }
@@ -150,14 +169,20 @@ func (r *ScopeRegistry) breakCycles(index map[string]int) {
 // RecomputeDenies sets every scope_deny to the union of its direct
 // children's scope_allow (seed 004: 分譲 adds to the spawner's deny;
 // 返却 takes it away).
-func (r *ScopeRegistry) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
+func (r *Table) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
 
-func (r *ScopeRegistry) recomputeDenies(index map[string]int) {
+func (r *Table) recomputeDenies(index map[string]int) {
 	deny := make([][]string, len(r.Allocations))
+	type item struct {
+		parent int
+		scope  string
+	}
+	seen := make(map[item]bool)
 	for _, child := range r.Allocations {
 		if p, ok := index[child.DelegatedFrom]; ok && child.DelegatedFrom != "" {
 			for _, s := range child.ScopeAllow {
-				if !slices.Contains(deny[p], s) {
+				if !seen[item{p, s}] {
+					seen[item{p, s}] = true
 					deny[p] = append(deny[p], s)
 				}
 			}
@@ -172,7 +197,7 @@ func (r *ScopeRegistry) recomputeDenies(index map[string]int) {
 }
 
 // find returns the allocation with this name, or nil.
-func (r *ScopeRegistry) find(name string) *ScopeAllocation {
+func (r *Table) find(name string) *Allocation {
 	for i := range r.Allocations {
 		if r.Allocations[i].Name == name {
 			return &r.Allocations[i]

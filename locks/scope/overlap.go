@@ -1,13 +1,13 @@
-package locks
+package scope
 
 // ConflictsWith is the overlap rule for two single scopes: they conflict
 // when both are write scopes and the sets of paths they cover intersect.
 // Read scopes never conflict.
-func (s Scope) ConflictsWith(o Scope) bool {
-	return s.Mode == ScopeWrite && o.Mode == ScopeWrite && scopesOverlap(s, o)
+func (s Spec) ConflictsWith(o Spec) bool {
+	return s.Mode == Write && o.Mode == Write && overlaps(s, o)
 }
 
-// scopesOverlap reports whether the paths covered by a and b intersect,
+// overlaps reports whether the paths covered by a and b intersect,
 // whatever their modes. With N(p) = p and its direct entries and R(p) = the
 // subtree at p:
 //   - R(p) ∩ R(q): one path lies within the other;
@@ -16,8 +16,8 @@ func (s Scope) ConflictsWith(o Scope) bool {
 //   - N(p) ∩ N(q): p = q, or one is a direct entry of the other.
 //
 // Siblings such as /a/b and /a/bc never overlap: paths compare by
-// component. ScopeSet gives the same answer (a test checks both agree).
-func scopesOverlap(a, b Scope) bool {
+// component. Set gives the same answer (a test checks both agree).
+func overlaps(a, b Spec) bool {
 	switch {
 	case a.Recursive && b.Recursive:
 		return isPathWithin(a.Path, b.Path) || isPathWithin(b.Path, a.Path)

@@ -1,17 +1,23 @@
-package locks
+package scope
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/locks"
 )
+
+// oNoFollow makes an open refuse a symlink in the last component.
+const oNoFollow = unix.O_NOFOLLOW
 
 // maxReopen bounds how often the registry is reopened because the path
 // named another file by the time its flock was granted (moved aside by
@@ -24,7 +30,7 @@ const maxReopen = 8
 // following a symlink, and is made 0600. The flock is on the inode, so once
 // it is granted the path must still name that inode — else the registry
 // was moved aside meanwhile and the new one is opened.
-func (f *ScopeFile) openLocked(ctx context.Context, access registryAccess) (*os.File, error) {
+func (f *Registry) openLocked(ctx context.Context, access registryAccess) (*os.File, error) {
 	if err := f.checkDir(access); err != nil {
 		return nil, err
 	}
@@ -47,23 +53,23 @@ func (f *ScopeFile) openLocked(ctx context.Context, access registryAccess) (*os.
 		}
 		file.Close()
 	}
-	return nil, fmt.Errorf("%w: %s keeps being replaced", ErrRegistryBusy, f.Path)
+	return nil, fmt.Errorf("%w: %s keeps being replaced", ErrBusy, f.Path)
 }
 
-func (f *ScopeFile) checkDir(access registryAccess) error {
+func (f *Registry) checkDir(access registryAccess) error {
 	dir := filepath.Dir(f.Path)
 	if access != exclusive {
 		if _, err := os.Lstat(dir); err != nil {
 			return err // fs.ErrNotExist: no registry yet
 		}
 	}
-	if err := EnsureDir(OSFS{}, dir); err != nil {
+	if err := locks.EnsureDir(locks.OSFS{}, dir); err != nil {
 		return unusable(fmt.Errorf("scope registry directory: %w", err))
 	}
 	return nil
 }
 
-func (f *ScopeFile) openChecked(access registryAccess) (*os.File, error) {
+func (f *Registry) openChecked(access registryAccess) (*os.File, error) {
 	flags := os.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK
 	if access == exclusive {
 		flags |= os.O_CREATE
@@ -107,14 +113,14 @@ func checkRegistryFile(file *os.File) error {
 
 // flock takes the lock, polling LOCK_NB with a sleep that grows to 20ms:
 // flock(2) has no timed form, and a blocked flock in a goroutine could not
-// be abandoned. Past the deadline it is ErrRegistryBusy; a cancelled ctx
+// be abandoned. Past the deadline it is ErrBusy; a cancelled ctx
 // ends the wait at once.
-func (f *ScopeFile) flock(ctx context.Context, file *os.File, access registryAccess, deadline time.Time) error {
+func (f *Registry) flock(ctx context.Context, file *os.File, access registryAccess, deadline time.Time) error {
 	how := unix.LOCK_EX
 	if access == sharedExisting {
 		how = unix.LOCK_SH
 	}
-	pause := backoff{min: 200 * time.Microsecond, max: 20 * time.Millisecond}
+	pause := 200 * time.Microsecond
 	for {
 		err := unix.Flock(int(file.Fd()), how|unix.LOCK_NB)
 		if err == nil {
@@ -126,9 +132,11 @@ func (f *ScopeFile) flock(ctx context.Context, file *os.File, access registryAcc
 		left := time.Until(deadline)
 		if left <= 0 {
 			return fmt.Errorf("%w: flock on %s not granted within %v (a stopped process may hold it)",
-				ErrRegistryBusy, f.Path, f.lockWait())
+				ErrBusy, f.Path, f.lockWait())
 		}
-		t := time.NewTimer(min(pause.next(), left))
+		// ±25% jitter, so that waiters on one registry do not wake in step.
+		t := time.NewTimer(min(pause*3/4+rand.N(pause/2+1), left))
+		pause = min(2*pause, 20*time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -1,11 +1,11 @@
-package locks
+package scope
 
 import (
 	"slices"
 	"strings"
 )
 
-// ScopeSet is an exact set of paths built from scopes with union,
+// Set is an exact set of paths built from scopes with union,
 // intersection and subtraction — what "allow − deny" and "requested ⊆
 // parent's effective" need.
 //
@@ -26,7 +26,7 @@ import (
 // (a, 1) when m' is a's direct entry and c' = 0, else in (a, 2+).
 //
 // The zero value is the empty set.
-type ScopeSet struct {
+type Set struct {
 	cells map[string]cellMask
 }
 
@@ -40,26 +40,26 @@ const (
 	cellAll     = cellSelf | cellEntries | cellDeeper
 )
 
-// NewScopeSet is the union of the paths the scopes cover; modes are
-// ignored (filter with writeScopes first when only writes count).
-func NewScopeSet(scopes ...Scope) ScopeSet {
-	set := ScopeSet{cells: make(map[string]cellMask, len(scopes))}
+// NewSet is the union of the paths the scopes cover; modes are
+// ignored (filter with writeSpecs first when only writes count).
+func NewSet(scopes ...Spec) Set {
+	set := Set{cells: make(map[string]cellMask, len(scopes))}
 	for _, s := range scopes {
 		set.cells[s.Path] = 0
 	}
 	for m := range set.cells {
 		var mask cellMask
 		for _, s := range scopes {
-			mask |= scopeCellMask(s, m)
+			mask |= cellMaskOf(s, m)
 		}
 		set.cells[m] = mask
 	}
 	return set
 }
 
-// scopeCellMask says which cells of the named path m scope s covers; m and
+// cellMaskOf says which cells of the named path m scope s covers; m and
 // s.Path both belong to the same M.
-func scopeCellMask(s Scope, m string) cellMask {
+func cellMaskOf(s Spec, m string) cellMask {
 	if s.Recursive {
 		if isPathWithin(m, s.Path) {
 			return cellAll
@@ -75,28 +75,28 @@ func scopeCellMask(s Scope, m string) cellMask {
 	return 0
 }
 
-// EffectiveScope is the write scope an allocation really holds: its write
+// Effective is the write scope an allocation really holds: its write
 // allows minus the write scopes delegated to its children. Read scopes
 // never conflict, so they neither add nor take away.
-func EffectiveScope(allow, deny []Scope) ScopeSet {
-	return NewScopeSet(writeScopes(allow)...).Minus(NewScopeSet(writeScopes(deny)...))
+func Effective(allow, deny []Spec) Set {
+	return NewSet(writeSpecs(allow)...).Minus(NewSet(writeSpecs(deny)...))
 }
 
 // Union, Intersect and Minus are the set operations.
-func (s ScopeSet) Union(o ScopeSet) ScopeSet {
+func (s Set) Union(o Set) Set {
 	return combine(s, o, func(a, b cellMask) cellMask { return a | b })
 }
 
-func (s ScopeSet) Intersect(o ScopeSet) ScopeSet {
+func (s Set) Intersect(o Set) Set {
 	return combine(s, o, func(a, b cellMask) cellMask { return a & b })
 }
 
-func (s ScopeSet) Minus(o ScopeSet) ScopeSet {
+func (s Set) Minus(o Set) Set {
 	return combine(s, o, func(a, b cellMask) cellMask { return a &^ b })
 }
 
 // IsEmpty reports whether the set holds no path.
-func (s ScopeSet) IsEmpty() bool {
+func (s Set) IsEmpty() bool {
 	for _, mask := range s.cells {
 		if mask != 0 {
 			return false
@@ -106,13 +106,13 @@ func (s ScopeSet) IsEmpty() bool {
 }
 
 // Intersects reports whether some path is in both sets.
-func (s ScopeSet) Intersects(o ScopeSet) bool { return !s.Intersect(o).IsEmpty() }
+func (s Set) Intersects(o Set) bool { return !s.Intersect(o).IsEmpty() }
 
 // SubsetOf reports whether every path of s is in o.
-func (s ScopeSet) SubsetOf(o ScopeSet) bool { return s.Minus(o).IsEmpty() }
+func (s Set) SubsetOf(o Set) bool { return s.Minus(o).IsEmpty() }
 
 // Contains reports whether the path p is in the set.
-func (s ScopeSet) Contains(p string) bool {
+func (s Set) Contains(p string) bool {
 	a, ok := s.deepestNamed(p)
 	if !ok {
 		return false
@@ -121,7 +121,7 @@ func (s ScopeSet) Contains(p string) bool {
 }
 
 // String lists the named paths with their cells; for debugging and tests.
-func (s ScopeSet) String() string {
+func (s Set) String() string {
 	var parts []string
 	for _, m := range s.named() {
 		mask := s.cells[m]
@@ -146,7 +146,7 @@ func (c cellMask) String() string {
 	return strings.Join(out, ",")
 }
 
-func (s ScopeSet) named() []string {
+func (s Set) named() []string {
 	out := make([]string, 0, len(s.cells))
 	for m := range s.cells {
 		out = append(out, m)
@@ -156,9 +156,9 @@ func (s ScopeSet) named() []string {
 }
 
 // combine applies op cell by cell over the union of both named sets.
-func combine(s, o ScopeSet, op func(a, b cellMask) cellMask) ScopeSet {
-	out := ScopeSet{cells: make(map[string]cellMask, len(s.cells)+len(o.cells))}
-	for _, src := range []ScopeSet{s, o} {
+func combine(s, o Set, op func(a, b cellMask) cellMask) Set {
+	out := Set{cells: make(map[string]cellMask, len(s.cells)+len(o.cells))}
+	for _, src := range []Set{s, o} {
 		for m := range src.cells {
 			if _, done := out.cells[m]; !done {
 				out.cells[m] = op(s.maskAt(m), o.maskAt(m))
@@ -169,7 +169,7 @@ func combine(s, o ScopeSet, op func(a, b cellMask) cellMask) ScopeSet {
 }
 
 // maskAt gives the cells of a (possibly finer) named path m that lie in s.
-func (s ScopeSet) maskAt(m string) cellMask {
+func (s Set) maskAt(m string) cellMask {
 	if mask, ok := s.cells[m]; ok {
 		return mask
 	}
@@ -191,7 +191,7 @@ func (s ScopeSet) maskAt(m string) cellMask {
 }
 
 // deepestNamed finds the deepest named ancestor-or-self of p.
-func (s ScopeSet) deepestNamed(p string) (string, bool) {
+func (s Set) deepestNamed(p string) (string, bool) {
 	for {
 		if _, ok := s.cells[p]; ok {
 			return p, true

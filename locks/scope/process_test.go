@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestScopeHelperProcess(t *testing.T) {
 // for that scope with "{i}" replaced by i — the scope every helper races
 // for in round i — and the outcome of each is printed.
 func registerMany(path, prefix string, count int, h holder, same string) error {
-	f := &ScopeFile{Path: path, LockWait: 20 * time.Second}
+	f := &Registry{Path: path, LockWait: 20 * time.Second}
 	for i := range count {
 		name := prefix + "-" + strconv.Itoa(i)
 		scope := "/conc/" + name + ":write:recursive"
@@ -65,7 +65,7 @@ func registerMany(path, prefix string, count int, h holder, same string) error {
 		switch {
 		case err == nil:
 			fmt.Println("registered", strconv.Itoa(i))
-		case same != "" && errors.Is(err, ErrScopeConflict):
+		case same != "" && errors.Is(err, ErrConflict):
 			fmt.Println("refused", name)
 		default:
 			return err
@@ -170,7 +170,7 @@ func runHelpers(t *testing.T, path string, h holder, runs ...helperRun) []string
 // once, next to plain seed-protocol writers; every allocation of both ends
 // up in the registry exactly once.
 func TestScopeConcurrentRegistrationsLoseNothing(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("first", "/first:write")) // creates the registry
 	const each = 15
@@ -206,7 +206,7 @@ func TestScopeConcurrentRegistrationsLoseNothing(t *testing.T) {
 // TestScopeConcurrentContendersOneWins: processes race for the same write
 // scopes, round after round; each round has exactly one winner.
 func TestScopeConcurrentContendersOneWins(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	const rounds = 20
 	var runs []helperRun

@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"context"
@@ -7,30 +7,32 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // Register is the holder's start (seed 004: Pod 起動 / scope 分譲): lock →
 // reclaim stale → conflict check → register → unlock. A refused request
-// still writes the reclaim. Errors: *ScopeConflictError (ErrScopeConflict),
-// ErrScopeUsage, ErrRegistryUnusable.
-func (f *ScopeFile) Register(ctx context.Context, q ScopeRequest) (ScopeAllocation, error) {
+// still writes the reclaim. Errors: *ConflictError (ErrConflict),
+// ErrUsage, ErrUnusable.
+func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) {
 	if q.PID == 0 {
 		q.PID = os.Getpid()
-		start, err := ProcessStartTime(q.PID)
+		start, err := locks.ProcessStartTime(q.PID)
 		if err != nil {
-			return ScopeAllocation{}, unusable(fmt.Errorf("own start time: %w", err))
+			return Allocation{}, unusable(fmt.Errorf("own start time: %w", err))
 		}
 		q.PIDStart = start
 	}
-	var got ScopeAllocation
+	var got Allocation
 	var refused error
-	err := f.Transform(ctx, func(reg *ScopeRegistry) error {
+	err := f.Transform(ctx, func(reg *Table) error {
 		f.reclaim(reg)
 		got, refused = reg.Register(q, f.now())
 		return nil
 	})
 	if err != nil {
-		return ScopeAllocation{}, err
+		return Allocation{}, err
 	}
 	return got, refused
 }
@@ -40,8 +42,8 @@ func (f *ScopeFile) Register(ctx context.Context, q ScopeRequest) (ScopeAllocati
 // recompute denies. It does not sweep for stale allocations — the next
 // start does (seed 004: 起動) — so an exit stays one short locked write. An
 // allocation already gone is not an error.
-func (f *ScopeFile) Release(ctx context.Context, name string, pid int) error {
-	return f.Transform(ctx, func(reg *ScopeRegistry) error {
+func (f *Registry) Release(ctx context.Context, name string, pid int) error {
+	return f.Transform(ctx, func(reg *Table) error {
 		if !reg.Release(name, pid) {
 			f.Log.Debug().Str("name", name).Int("pid", pid).Msg("scope allocation already gone")
 		}
@@ -49,7 +51,7 @@ func (f *ScopeFile) Release(ctx context.Context, name string, pid int) error {
 	})
 }
 
-func (f *ScopeFile) reclaim(reg *ScopeRegistry) {
+func (f *Registry) reclaim(reg *Table) {
 	for _, a := range reg.ReclaimStale(f.alive) {
 		f.Log.Info().Str("name", a.Name).Int("pid", a.PID).Strs("scope", a.ScopeAllow).
 			Str("delegated_from", a.DelegatedFrom).Msg("reclaimed stale scope allocation")
@@ -59,7 +61,7 @@ func (f *ScopeFile) reclaim(reg *ScopeRegistry) {
 // Status reads the registry under a shared lock and returns it as a
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
-func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
+func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 	file, data, err := f.openRead(ctx, sharedExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -79,7 +81,7 @@ func (f *ScopeFile) Status(ctx context.Context) ([]ScopeNode, error) {
 // over an earlier one), under its flock, and a backup that does not parse
 // with it. A registry that loads — directly or from its backup — is left
 // alone. It returns the paths things were moved to.
-func (f *ScopeFile) Reset(ctx context.Context) ([]string, error) {
+func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 	file, data, err := f.openRead(ctx, exclusiveExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -112,7 +114,7 @@ func badBackup(data []byte, err error) bool {
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
 	}
-	_, err = DecodeScopeRegistry(data)
+	_, err = DecodeTable(data)
 	return err != nil
 }
 
@@ -125,7 +127,7 @@ func moveAside(path string, ts int64) (string, error) {
 		if i > 0 {
 			to += "." + strconv.Itoa(i)
 		}
-		err := OSFS{}.RenameNoReplace(path, to)
+		err := locks.OSFS{}.RenameNoReplace(path, to)
 		if err == nil {
 			return to, nil
 		}

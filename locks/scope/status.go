@@ -1,34 +1,34 @@
-package locks
+package scope
 
 import (
 	"slices"
 	"strings"
 )
 
-// ScopeNode is one allocation in the status view, with the allocations
+// Node is one allocation in the status view, with the allocations
 // delegated from it as children.
-type ScopeNode struct {
-	Name          string         `json:"name"`
-	PID           int            `json:"pid"`
-	Alive         bool           `json:"alive"`
-	Socket        string         `json:"socket,omitempty"`
-	DelegatedFrom string         `json:"delegated_from,omitempty"`
-	Allow         []string       `json:"allow"`
-	Deny          []string       `json:"deny"`
-	Effective     ScopeEffective `json:"effective"`
-	CreatedAt     float64        `json:"created_at,omitempty"`
-	Children      []ScopeNode    `json:"children,omitempty"`
+type Node struct {
+	Name          string        `json:"name"`
+	PID           int           `json:"pid"`
+	Alive         bool          `json:"alive"`
+	Socket        string        `json:"socket,omitempty"`
+	DelegatedFrom string        `json:"delegated_from,omitempty"`
+	Allow         []string      `json:"allow"`
+	Deny          []string      `json:"deny"`
+	Effective     EffectiveView `json:"effective"`
+	CreatedAt     float64       `json:"created_at,omitempty"`
+	Children      []Node        `json:"children,omitempty"`
 }
 
-// ScopeEffective describes an effective write scope exactly: the paths of
+// EffectiveView describes an effective write scope exactly: the paths of
 // Write except those of Except. Write items wholly denied and Except items
 // that touch no Write item are left out.
-type ScopeEffective struct {
+type EffectiveView struct {
 	Write  []string `json:"write"`
 	Except []string `json:"except"`
 }
 
-func (e ScopeEffective) String() string {
+func (e EffectiveView) String() string {
 	if len(e.Write) == 0 {
 		return "none"
 	}
@@ -41,18 +41,18 @@ func (e ScopeEffective) String() string {
 
 // DescribeEffective is the allocation's effective write scope, allow −
 // deny, in the terms of its own scopes.
-func DescribeEffective(allow, deny []Scope) ScopeEffective {
-	denied := NewScopeSet(writeScopes(deny)...)
-	e := ScopeEffective{Write: []string{}, Except: []string{}}
-	var kept []Scope
-	for _, a := range writeScopes(allow) {
-		if !NewScopeSet(a).SubsetOf(denied) {
+func DescribeEffective(allow, deny []Spec) EffectiveView {
+	denied := NewSet(writeSpecs(deny)...)
+	e := EffectiveView{Write: []string{}, Except: []string{}}
+	var kept []Spec
+	for _, a := range writeSpecs(allow) {
+		if !NewSet(a).SubsetOf(denied) {
 			kept = append(kept, a)
 			e.Write = append(e.Write, a.String())
 		}
 	}
-	for _, d := range writeScopes(deny) {
-		if slices.ContainsFunc(kept, func(a Scope) bool { return scopesOverlap(a, d) }) {
+	for _, d := range writeSpecs(deny) {
+		if slices.ContainsFunc(kept, func(a Spec) bool { return overlaps(a, d) }) {
 			e.Except = append(e.Except, d.String())
 		}
 	}
@@ -63,8 +63,8 @@ func DescribeEffective(allow, deny []Scope) ScopeEffective {
 // order, each with its children. Dangling or looping delegated_from links
 // are read the way the next write will fix them (as roots), so a registry
 // left odd by another program still shows every allocation once.
-func (r *ScopeRegistry) Tree(alive LiveFunc) []ScopeNode {
-	view := &ScopeRegistry{Allocations: slices.Clone(r.Allocations)}
+func (r *Table) Tree(alive LiveFunc) []Node {
+	view := &Table{Allocations: slices.Clone(r.Allocations)}
 	view.remove(make([]bool, len(view.Allocations)))
 	children := make(map[string][]int)
 	var roots []int
@@ -75,10 +75,10 @@ func (r *ScopeRegistry) Tree(alive LiveFunc) []ScopeNode {
 			children[a.DelegatedFrom] = append(children[a.DelegatedFrom], i)
 		}
 	}
-	var build func(i int) ScopeNode
-	build = func(i int) ScopeNode {
+	var build func(i int) Node
+	build = func(i int) Node {
 		a := &view.Allocations[i]
-		n := ScopeNode{
+		n := Node{
 			Name: a.Name, PID: a.PID, Alive: alive(a.PID, a.PIDStart), Socket: a.Socket,
 			DelegatedFrom: a.DelegatedFrom, Allow: a.ScopeAllow, Deny: a.ScopeDeny,
 			Effective: DescribeEffective(a.Allow(), a.Deny()), CreatedAt: a.CreatedAt,
@@ -90,7 +90,7 @@ func (r *ScopeRegistry) Tree(alive LiveFunc) []ScopeNode {
 		}
 		return n
 	}
-	nodes := make([]ScopeNode, 0, len(roots))
+	nodes := make([]Node, 0, len(roots))
 	for _, i := range roots {
 		nodes = append(nodes, build(i))
 	}

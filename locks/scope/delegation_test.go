@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestScopeRegisterRecordsTheAllocation(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	q := me.request("", "/project/src:write:recursive", "/project/doc:read")
 	q.Socket = "/run/pod-a.sock"
@@ -20,7 +20,7 @@ func TestScopeRegisterRecordsTheAllocation(t *testing.T) {
 		t.Errorf("default name %q is not 6 hex digits", a.Name)
 	}
 	got := allocationNamed(t, readRegistryFile(t, f.Path), a.Name)
-	want := ScopeAllocation{
+	want := Allocation{
 		Name: a.Name, PID: me.PID, PIDStart: me.Start, Socket: "/run/pod-a.sock",
 		ScopeAllow: []string{"/project/src:write:recursive", "/project/doc:read"}, ScopeDeny: []string{},
 		CreatedAt: got.CreatedAt,
@@ -31,7 +31,7 @@ func TestScopeRegisterRecordsTheAllocation(t *testing.T) {
 }
 
 func TestScopeConflictNamesEveryCompetitor(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	one, two := liveProcess(t), liveProcess(t)
 	mustRegister(t, f, one.request("abc123", "/project/src:write:recursive"))
 	mustRegister(t, f, two.request("def456", "/project/doc:write"))
@@ -39,11 +39,11 @@ func TestScopeConflictNamesEveryCompetitor(t *testing.T) {
 	before, _ := readFileString(f.Path)
 
 	_, err := f.Register(context.Background(), self(t).request("new", "/project:write:recursive"))
-	var conflict *ScopeConflictError
-	if !errors.As(err, &conflict) || !errors.Is(err, ErrScopeConflict) {
-		t.Fatalf("register = %v, want a *ScopeConflictError", err)
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || !errors.Is(err, ErrConflict) {
+		t.Fatalf("register = %v, want a *ConflictError", err)
 	}
-	want := []ScopeCompetitor{
+	want := []Competitor{
 		{Name: "abc123", PID: one.PID, Scopes: []string{"/project/src:write:recursive"}},
 		{Name: "def456", PID: two.PID, Scopes: []string{"/project/doc:write"}},
 	}
@@ -65,7 +65,7 @@ func TestScopeConflictNamesEveryCompetitor(t *testing.T) {
 }
 
 func TestScopeReadNeverConflicts(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("w", "/p:write:recursive"))
 	mustRegister(t, f, me.request("r1", "/p:read:recursive"))
@@ -76,18 +76,18 @@ func TestScopeReadNeverConflicts(t *testing.T) {
 }
 
 func TestScopeUsageErrors(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("taken", "/p:write"))
-	for _, q := range []ScopeRequest{
+	for _, q := range []Request{
 		me.request("taken", "/q:write"), // duplicate live name
-		{Name: "x", PID: me.PID, Allow: mustScopes([]string{"/q:write"}), DelegateFrom: "nobody"}, // unknown parent
+		{Name: "x", PID: me.PID, Allow: mustSpecs([]string{"/q:write"}), DelegateFrom: "nobody"}, // unknown parent
 		me.request("bad name", "/q:write"),
 		me.request("empty"),
 	} {
 		_, err := f.Register(context.Background(), q)
-		if !errors.Is(err, ErrScopeUsage) || errors.Is(err, ErrScopeConflict) {
-			t.Errorf("register %+v = %v, want ErrScopeUsage", q, err)
+		if !errors.Is(err, ErrUsage) || errors.Is(err, ErrConflict) {
+			t.Errorf("register %+v = %v, want ErrUsage", q, err)
 		}
 	}
 }
@@ -95,7 +95,7 @@ func TestScopeUsageErrors(t *testing.T) {
 // TestScopeDelegation follows seed 004's 分譲: the child's scope must lie in
 // the parent's effective scope; the parent's deny gains it.
 func TestScopeDelegation(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("A", "/project/src:write:recursive"))
 	child := me.request("C", "/project/src/core:write:recursive")
@@ -127,7 +127,7 @@ func TestScopeDelegation(t *testing.T) {
 		q := me.request(tt.name, tt.scope)
 		q.DelegateFrom = tt.from
 		_, err := f.Register(context.Background(), q)
-		var conflict *ScopeConflictError
+		var conflict *ConflictError
 		if !errors.As(err, &conflict) {
 			t.Errorf("%s: register = %v, want a conflict", tt.name, err)
 			continue
@@ -156,7 +156,7 @@ func TestScopeDelegation(t *testing.T) {
 
 // chain registers A→B→C→… each delegating a sub-tree of its parent; holders
 // come from the caller so that some can die.
-func chain(t *testing.T, f *ScopeFile, holders map[string]holder, links ...string) {
+func chain(t *testing.T, f *Registry, holders map[string]holder, links ...string) {
 	t.Helper()
 	path := "/w"
 	parent := ""
@@ -170,7 +170,7 @@ func chain(t *testing.T, f *ScopeFile, holders map[string]holder, links ...strin
 }
 
 func TestScopeReleaseHandsScopeBack(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	chain(t, f, map[string]holder{"A": me, "B": me, "D": me}, "A", "B", "D")
 	if err := f.Release(context.Background(), "B", me.PID); err != nil {
@@ -182,7 +182,7 @@ func TestScopeReleaseHandsScopeBack(t *testing.T) {
 // assertAfterMiddleGone checks seed 004's partial reclaim of A→B→D once B
 // is gone: D is delegated from A, A's deny is D's scope, and the rest of
 // B's scope is A's again.
-func assertAfterMiddleGone(t *testing.T, f *ScopeFile, me holder) {
+func assertAfterMiddleGone(t *testing.T, f *Registry, me holder) {
 	t.Helper()
 	reg := readRegistryFile(t, f.Path)
 	if got := names(reg); reg.find("B") != nil || reg.find("A") == nil || reg.find("D") == nil {
@@ -197,7 +197,7 @@ func assertAfterMiddleGone(t *testing.T, f *ScopeFile, me holder) {
 	// The rest of B's scope is A's: an outsider meets A there, and A can
 	// delegate it again.
 	_, err := f.Register(context.Background(), me.request("outsider", "/w/a/b/file:write"))
-	var conflict *ScopeConflictError
+	var conflict *ConflictError
 	if !errors.As(err, &conflict) || len(conflict.Competitors) != 1 || conflict.Competitors[0].Name != "A" {
 		t.Errorf("outsider on B's old scope: %v, want a conflict with A only", err)
 	}
@@ -207,7 +207,7 @@ func assertAfterMiddleGone(t *testing.T, f *ScopeFile, me holder) {
 }
 
 func TestScopeStaleReclaimChainWithDeadMiddle(t *testing.T) {
-	f, logs := newScopeFile(t)
+	f, logs := newRegistry(t)
 	me := self(t)
 	b := liveProcess(t)
 	chain(t, f, map[string]holder{"A": me, "B": *b, "D": me}, "A", "B", "D")
@@ -222,7 +222,7 @@ func TestScopeStaleReclaimChainWithDeadMiddle(t *testing.T) {
 }
 
 func TestScopeStaleReclaimDeeperChain(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	procs := map[string]*holder{"A": liveProcess(t), "B": liveProcess(t), "C": liveProcess(t), "D": liveProcess(t), "E": liveProcess(t), "F": liveProcess(t)}
 	holders := map[string]holder{}
@@ -261,14 +261,14 @@ func TestScopeStaleReclaimDeeperChain(t *testing.T) {
 		t.Errorf("after the root died: %+v", reg.Allocations)
 	}
 	_, err := f.Register(context.Background(), me.request("taker", "/w/a:write:recursive"))
-	if !errors.Is(err, ErrScopeConflict) || !strings.Contains(err.Error(), "D (pid") {
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "D (pid") {
 		t.Errorf("taking the dead root's tree: %v, want a conflict with D", err)
 	}
 	mustRegister(t, f, me.request("taker2", "/w/a/b/other:write:recursive"))
 }
 
 func TestScopeStaleWhenPIDReused(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	reused := holder{PID: me.PID, Start: me.Start + 1} // the pid runs, but started at another time
 	mustRegister(t, f, reused.request("old", "/p:write:recursive"))
@@ -279,7 +279,7 @@ func TestScopeStaleWhenPIDReused(t *testing.T) {
 }
 
 func TestScopeReleaseMatchesNameAndPID(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("mine", "/p:write"))
 	if err := f.Release(context.Background(), "mine", me.PID+1); err != nil {
@@ -300,7 +300,7 @@ func TestScopeReleaseMatchesNameAndPID(t *testing.T) {
 }
 
 func TestScopeStatusTree(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	dead := liveProcess(t)
 	chain(t, f, map[string]holder{"A": me, "B": me}, "A", "B")

@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"context"
@@ -39,14 +39,14 @@ func TestScopeFilePath(t *testing.T) {
 		{"", env(), filepath.Join(uidDir, "scope.lock")},
 	}
 	for _, tt := range tests {
-		if got := ScopeFilePath(tt.flag, tt.env); got != tt.want {
-			t.Errorf("ScopeFilePath(%q) = %q, want %q", tt.flag, got, tt.want)
+		if got := FilePath(tt.flag, tt.env); got != tt.want {
+			t.Errorf("FilePath(%q) = %q, want %q", tt.flag, got, tt.want)
 		}
 	}
 }
 
 func TestScopeRegistryPermissions(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	mustRegister(t, f, self(t).request("a", "/p:write"))
@@ -85,12 +85,12 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 		if err := os.WriteFile(target, []byte("precious"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		f := &Registry{Path: filepath.Join(dir, "scope.lock")}
 		if err := os.Symlink(target, f.Path); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.Register(ctx, req)
-		if !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "symlink") {
+		if !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "symlink") {
 			t.Fatalf("register through a symlink = %v", err)
 		}
 		if data, _ := os.ReadFile(target); string(data) != "precious" {
@@ -99,11 +99,11 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 	})
 	t.Run("dangling symlink", func(t *testing.T) {
 		dir := t.TempDir()
-		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		f := &Registry{Path: filepath.Join(dir, "scope.lock")}
 		if err := os.Symlink(filepath.Join(dir, "created-through-link"), f.Path); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) {
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrUnusable) {
 			t.Fatalf("register = %v", err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "created-through-link")); !errors.Is(err, os.ErrNotExist) {
@@ -118,8 +118,8 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 		if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
 			t.Fatal(err)
 		}
-		f := &ScopeFile{Path: filepath.Join(dir, "link", "scope.lock")}
-		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "symlink") {
+		f := &Registry{Path: filepath.Join(dir, "link", "scope.lock")}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "symlink") {
 			t.Fatalf("register = %v", err)
 		}
 	})
@@ -131,31 +131,31 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
-		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "world-writable") {
+		f := &Registry{Path: filepath.Join(dir, "scope.lock")}
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "world-writable") {
 			t.Fatalf("register = %v", err)
 		}
 	})
 	t.Run("not a regular file", func(t *testing.T) {
 		dir := t.TempDir()
-		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		f := &Registry{Path: filepath.Join(dir, "scope.lock")}
 		if err := unix.Mkfifo(f.Path, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) {
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrUnusable) {
 			t.Fatalf("register on a FIFO = %v", err)
 		}
 	})
 	t.Run("file of another user", func(t *testing.T) {
 		dir := t.TempDir()
-		f := &ScopeFile{Path: filepath.Join(dir, "scope.lock")}
+		f := &Registry{Path: filepath.Join(dir, "scope.lock")}
 		if err := os.WriteFile(f.Path, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chown(f.Path, os.Geteuid()+1000, -1); err != nil {
 			t.Skipf("cannot give a file to another user here: %v", err)
 		}
-		if _, err := f.Register(ctx, req); !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), "owned by uid") {
+		if _, err := f.Register(ctx, req); !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "owned by uid") {
 			t.Fatalf("register = %v", err)
 		}
 	})
@@ -165,7 +165,7 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 // program's flock on it stays meaningful; the backup holds the previous
 // content.
 func TestScopeRegistryRewritesInPlace(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("a", "/a:write"))
 	before := inodeOf(t, f.Path)
@@ -186,15 +186,15 @@ func TestScopeRegistryRewritesInPlace(t *testing.T) {
 // fn runs, but when fn fails or changes nothing neither the registry nor
 // its backup changes, and no temp file is left.
 func TestScopeTransformWithoutChangeWritesNothing(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	mustRegister(t, f, self(t).request("a", "/a:write"))
 	mustRegister(t, f, self(t).request("b", "/b:write"))
 	registry, _ := readFileString(f.Path)
 	backup, _ := readFileString(f.Path + ".bak")
 	refused := errors.New("refused")
-	for _, fn := range []func(*ScopeRegistry) error{
-		func(*ScopeRegistry) error { return refused },
-		func(*ScopeRegistry) error { return nil },
+	for _, fn := range []func(*Table) error{
+		func(*Table) error { return refused },
+		func(*Table) error { return nil },
 	} {
 		if err := f.Transform(context.Background(), fn); err != nil && err != refused {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func inodeOf(t *testing.T, path string) uint64 {
 }
 
 func TestScopeRegistryKeepsForeignFields(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestScopeRegistryKeepsForeignFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := readFileString(f.Path)
-	for _, want := range []string{`"schema": "insomnia/1"`, `"pod_kind": "spawner"`, `"name": "pod1"`, `"socket": "/run/pod1.sock"`} {
+	for _, want := range []string{`"schema":"insomnia/1"`, `"pod_kind":"spawner"`, `"name":"pod1"`, `"socket":"/run/pod1.sock"`} {
 		if !strings.Contains(data, want) {
 			t.Errorf("registry lost %s:\n%s", want, data)
 		}
@@ -255,7 +255,7 @@ func TestScopeRegistryRecoversTornFileFromBackup(t *testing.T) {
 		{"garbage", func(string) string { return "\x00\x00\x00" }},
 	} {
 		t.Run(tear.name, func(t *testing.T) {
-			f, logs := newScopeFile(t)
+			f, logs := newRegistry(t)
 			me := self(t)
 			mustRegister(t, f, me.request("first", "/first:write"))
 			mustRegister(t, f, me.request("second", "/second:write"))
@@ -279,7 +279,7 @@ func TestScopeRegistryRecoversTornFileFromBackup(t *testing.T) {
 // naming the file and the way out, the file untouched.
 func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
 	for _, content := range []string{`{"allocations": [{"name": "a", "pi`, `{"allocations": "nope"}`} {
-		f, _ := newScopeFile(t)
+		f, _ := newRegistry(t)
 		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -287,8 +287,8 @@ func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.Register(context.Background(), self(t).request("a", "/a:write"))
-		if !errors.Is(err, ErrRegistryCorrupt) || !errors.Is(err, ErrRegistryUnusable) {
-			t.Fatalf("register = %v, want ErrRegistryCorrupt", err)
+		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
+			t.Fatalf("register = %v, want ErrCorrupt", err)
 		}
 		for _, want := range []string{f.Path, "withlock scope reset"} {
 			if !strings.Contains(err.Error(), want) {
@@ -301,14 +301,14 @@ func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
 		if _, err := os.Lstat(f.Path + ".bak"); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a backup appeared: %v", err)
 		}
-		if _, err := f.Status(context.Background()); !errors.Is(err, ErrRegistryCorrupt) {
-			t.Errorf("status = %v, want ErrRegistryCorrupt", err)
+		if _, err := f.Status(context.Background()); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("status = %v, want ErrCorrupt", err)
 		}
 	}
 }
 
 func TestScopeResetMovesCorruptRegistryAside(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	ctx := context.Background()
 	if moved, err := f.Reset(ctx); err != nil || moved != nil {
@@ -343,7 +343,7 @@ func TestScopeResetMovesCorruptRegistryAside(t *testing.T) {
 // TestScopeRegistryWriteFailureKeepsPreviousContent injects ENOSPC after
 // half of the rewrite.
 func TestScopeRegistryWriteFailureKeepsPreviousContent(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("kept", "/kept:write"))
 	previous, _ := readFileString(f.Path)
@@ -355,8 +355,8 @@ func TestScopeRegistryWriteFailureKeepsPreviousContent(t *testing.T) {
 		return syscall.ENOSPC
 	}
 	_, err := f.Register(context.Background(), me.request("lost", "/lost:write"))
-	if !errors.Is(err, ErrRegistryUnusable) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), f.Path) {
-		t.Fatalf("register = %v, want ENOSPC as ErrRegistryUnusable naming the file", err)
+	if !errors.Is(err, ErrUnusable) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), f.Path) {
+		t.Fatalf("register = %v, want ENOSPC as ErrUnusable naming the file", err)
 	}
 	if got, _ := readFileString(f.Path); got != previous {
 		t.Fatalf("registry after a failed write:\n%s\nwant\n%s", got, previous)
@@ -369,19 +369,19 @@ func TestScopeRegistryWriteFailureKeepsPreviousContent(t *testing.T) {
 }
 
 // TestScopeRegistryBusy: a holder that keeps the flock (a stopped process)
-// makes the wait end at its bound with ErrRegistryBusy naming the file; a
+// makes the wait end at its bound with ErrBusy naming the file; a
 // cancelled context ends it at once.
 func TestScopeRegistryBusy(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	mustRegister(t, f, self(t).request("a", "/a:write"))
 	stuck := flockFile(t, f.Path)
 	defer stuck.Close()
 
 	f.LockWait = 150 * time.Millisecond
 	_, err := f.Register(context.Background(), self(t).request("b", "/b:write"))
-	if !errors.Is(err, ErrRegistryBusy) || !errors.Is(err, ErrRegistryUnusable) || !strings.Contains(err.Error(), f.Path) {
-		t.Fatalf("register = %v, want ErrRegistryBusy naming %s", err, f.Path)
+	if !errors.Is(err, ErrBusy) || !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), f.Path) {
+		t.Fatalf("register = %v, want ErrBusy naming %s", err, f.Path)
 	}
 
 	f.LockWait = time.Minute
@@ -419,7 +419,7 @@ func flockFile(t *testing.T, path string) *os.File {
 // now at the path, never on the orphan.
 func TestScopeRegistryWaiterFollowsMovedFile(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	mustRegister(t, f, self(t).request("old", "/old:write"))
 	stuck := flockFile(t, f.Path)
 
@@ -480,14 +480,14 @@ func openCount(ino uint64) int {
 // in place it would make every later start — on the fresh, empty registry
 // — fail as corrupt again, so reset moves it aside with the registry.
 func TestScopeResetMovesUnreadableBackupAside(t *testing.T) {
-	f, _ := newScopeFile(t)
+	f, _ := newRegistry(t)
 	f.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	mustRegister(t, f, self(t).request("a", "/a:write"))
 	if err := os.WriteFile(f.Path, []byte("{torn"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	good := filepath.Join(t.TempDir(), "good.json")
-	if err := os.WriteFile(good, emptyScopeRegistry, 0o600); err != nil {
+	if err := os.WriteFile(good, emptyTable, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(f.Path + ".bak")
@@ -495,8 +495,8 @@ func TestScopeResetMovesUnreadableBackupAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := f.Register(ctx, self(t).request("b", "/b:write")); !errors.Is(err, ErrRegistryCorrupt) {
-		t.Fatalf("register = %v, want ErrRegistryCorrupt", err)
+	if _, err := f.Register(ctx, self(t).request("b", "/b:write")); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("register = %v, want ErrCorrupt", err)
 	}
 	moved, err := f.Reset(ctx)
 	if err != nil || len(moved) != 2 {

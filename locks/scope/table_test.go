@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"encoding/json"
@@ -28,11 +28,11 @@ const seedRegistry = `{
 }`
 
 func TestDecodeSeedRegistry(t *testing.T) {
-	reg, err := DecodeScopeRegistry([]byte(seedRegistry))
+	reg, err := DecodeTable([]byte(seedRegistry))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ScopeAllocation{
+	want := []Allocation{
 		{Name: "abc123", PID: 12345, Socket: "/run/insomnia/.../pod-a.sock", ScopeAllow: []string{"/project/src:write:recursive"}},
 		{Name: "def456", PID: 12346, Socket: "/run/insomnia/.../pod-b.sock", ScopeAllow: []string{"/project/src/core:write:recursive"}, DelegatedFrom: "abc123"},
 	}
@@ -61,7 +61,7 @@ func TestDecodeKeepsUnknownFields(t *testing.T) {
 	in := `{"version": 2, "owner": {"team": "pods", "ids": [1, 2]},
 	  "allocations": [{"name": "x", "pid": 7, "socket": null, "scope_allow": [], "delegated_from": null,
 	    "pod_kind": "worker", "Name": "case-differs", "labels": {"a": "b\n"}}]}`
-	reg, err := DecodeScopeRegistry([]byte(in))
+	reg, err := DecodeTable([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,8 @@ func TestDecodeRejectsWhatItCannotReasonAbout(t *testing.T) {
 		`{"allocations": [{"name": "a", "pid": 1, "created_at": "now"}]}`,
 		`{"allocations": []} trailing`,
 	} {
-		if _, err := DecodeScopeRegistry([]byte(in)); err == nil {
-			t.Errorf("DecodeScopeRegistry(%s) accepted it", in)
+		if _, err := DecodeTable([]byte(in)); err == nil {
+			t.Errorf("DecodeTable(%s) accepted it", in)
 		}
 	}
 }
@@ -115,9 +115,9 @@ func TestDecodeAcceptsSparseForeignEntries(t *testing.T) {
 		`{"allocations": [{"name": "a", "pid": 1, "pid_start": null, "socket": null, "scope_allow": null, "scope_deny": null, "delegated_from": null, "created_at": null}]}`,
 		`{"allocations": [{"name": "caf\u00e9 \"q\"", "pid": 1, "socket": "/s\\x"}]}`,
 	} {
-		reg, err := DecodeScopeRegistry([]byte(in))
+		reg, err := DecodeTable([]byte(in))
 		if err != nil {
-			t.Errorf("DecodeScopeRegistry(%s): %v", in, err)
+			t.Errorf("DecodeTable(%s): %v", in, err)
 			continue
 		}
 		assertEncodeStable(t, reg)
@@ -126,10 +126,10 @@ func TestDecodeAcceptsSparseForeignEntries(t *testing.T) {
 
 // assertEncodeStable: what is written decodes to the same registry and
 // encodes to the same bytes again.
-func assertEncodeStable(t *testing.T, reg *ScopeRegistry) {
+func assertEncodeStable(t *testing.T, reg *Table) {
 	t.Helper()
 	out := reg.Encode()
-	again, err := DecodeScopeRegistry(out)
+	again, err := DecodeTable(out)
 	if err != nil {
 		t.Fatalf("encoded registry does not decode: %v\n%s", err, out)
 	}
@@ -141,70 +141,59 @@ func assertEncodeStable(t *testing.T, reg *ScopeRegistry) {
 	}
 }
 
-func TestEncodeIsIndentedSeedShape(t *testing.T) {
-	reg := &ScopeRegistry{Allocations: []ScopeAllocation{{
+func TestEncodeIsOneAllocationPerLine(t *testing.T) {
+	reg := &Table{Allocations: []Allocation{{
 		Name: "abc123", PID: 42, PIDStart: 99, Socket: "", ScopeAllow: []string{"/p:write:recursive"},
 		ScopeDeny: []string{}, CreatedAt: 1700000000.5,
+	}, {
+		Name: "def456", PID: 43, ScopeAllow: []string{"/p/q:write"}, DelegatedFrom: "abc123",
 	}}}
-	want := `{
-  "allocations": [
-    {
-      "name": "abc123",
-      "pid": 42,
-      "socket": "",
-      "scope_allow": ["/p:write:recursive"],
-      "delegated_from": null,
-      "scope_deny": [],
-      "pid_start": 99,
-      "created_at": 1700000000.5
-    }
-  ]
-}
+	want := `{"allocations": [
+{"name":"abc123","pid":42,"socket":"","scope_allow":["/p:write:recursive"],"delegated_from":null,"scope_deny":[],"pid_start":99,"created_at":1700000000.5},
+{"name":"def456","pid":43,"socket":"","scope_allow":["/p/q:write"],"delegated_from":"abc123","scope_deny":[],"pid_start":0,"created_at":0}
+]}
 `
 	if got := string(reg.Encode()); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := string((&ScopeRegistry{}).Encode()); got != "{\n  \"allocations\": []\n}\n" {
+	if got := string((&Table{}).Encode()); got != "{\"allocations\": []}\n" {
 		t.Fatalf("empty registry encodes as %q", got)
 	}
-	if !strings.HasSuffix(string(emptyScopeRegistry), "\n") {
-		t.Fatal("no newline")
+	if got := string((&Table{Allocations: []Allocation{{Name: "<a&b>", PID: 1, ScopeAllow: []string{"/x<y>:write"}}}}).Encode()); !strings.Contains(got, `"<a&b>"`) || !strings.Contains(got, `"/x<y>:write"`) {
+		t.Fatalf("names and paths are not written as they are: %s", got)
 	}
 }
 
-// TestDecodeReadsOwnLayoutAsEncoded: what Encode writes is read by the
-// literal-matching path (else the registry would silently be read the slow
-// way), to the same allocations as the token-by-token path; an allocation
-// with a field this version does not know falls back and still decodes.
-func TestDecodeReadsOwnLayoutAsEncoded(t *testing.T) {
-	reg := &ScopeRegistry{Allocations: []ScopeAllocation{
+// TestDecodeStrictAndKeepingUnknownAgree: what Encode writes is read by the
+// strict typed decode (else the registry would silently be read the slow
+// way), to what the field-by-field decode reads; a foreign field or a key
+// differing only in case sends it the field-by-field way and is kept.
+func TestDecodeStrictAndKeepingUnknownAgree(t *testing.T) {
+	reg := &Table{Allocations: []Allocation{
 		{Name: "a", PID: 1, PIDStart: 7, ScopeAllow: []string{"/a:write:recursive", "/b:read"}, ScopeDeny: []string{"/a/c:write"}, CreatedAt: 1700000000.25},
 		{Name: `q"uo\te é`, PID: 2, Socket: "/run/s\x01ck", ScopeAllow: []string{"/a/c:write"}, ScopeDeny: []string{}, DelegatedFrom: "a"},
 	}}
 	data := reg.Encode()
-	s := &jsonScanner{data: string(data)}
-	s.pos = strings.Index(s.data, "[") + 1
-	for i := range reg.Allocations {
-		if _, ok := decodeAllocationAsEncoded(s); !ok {
-			t.Fatalf("allocation %d of Encode's output is not read as encoded:\n%s", i, data)
-		}
-		s.expect(",")
+	if !canDecodeStrict(data) {
+		t.Fatalf("Encode's output is not read strictly:\n%s", data)
 	}
-	fast, err := decodeScopeRegistry(data, true)
+	strict, err := decodeStrict(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, err := decodeScopeRegistry(data, false)
-	if err != nil || !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("as encoded %+v\ntoken by token %+v, %v", fast, slow, err)
+	slow, err := decodeKeepingUnknown(data)
+	if err != nil || !reflect.DeepEqual(strict, slow) {
+		t.Fatalf("strict %+v\nfield by field %+v, %v", strict, slow, err)
 	}
 
-	foreign := strings.Replace(string(data), `"created_at": 0`, `"created_at": 0, "x": [1]`, 1)
-	if foreign == string(data) {
-		t.Fatal("test registry has no created_at 0")
-	}
-	got, err := DecodeScopeRegistry([]byte(foreign))
-	if err != nil || string(got.Allocations[1].extra["x"]) != "[1]" {
-		t.Fatalf("allocation with a foreign field: %+v, %v", got, err)
+	for _, foreign := range []string{`"x": [1]`, `"NAME": "other"`} {
+		in := strings.Replace(string(data), `"created_at":0`, `"created_at":0, `+foreign, 1)
+		if in == string(data) {
+			t.Fatal("test registry has no created_at 0")
+		}
+		got, err := DecodeTable([]byte(in))
+		if err != nil || got.Allocations[1].Name != reg.Allocations[1].Name || len(got.Allocations[1].extra) != 1 {
+			t.Fatalf("allocation with foreign field %s: %+v, %v", foreign, got, err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-func mustScope(t testing.TB, text string) Scope {
+func mustSpec(t testing.TB, text string) Spec {
 	t.Helper()
-	s, err := ParseScope(text)
+	s, err := ParseSpec(text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +48,16 @@ func TestScopeConflictRule(t *testing.T) {
 		{"/a:write:recursive", "/a/b:read", false, "read inside write"},
 	}
 	for _, tt := range tests {
-		a, b := mustScope(t, tt.a), mustScope(t, tt.b)
+		a, b := mustSpec(t, tt.a), mustSpec(t, tt.b)
 		if got := a.ConflictsWith(b); got != tt.conflict {
 			t.Errorf("%s vs %s (%s): conflict=%v, want %v", tt.a, tt.b, tt.why, got, tt.conflict)
 		}
 		if got := b.ConflictsWith(a); got != tt.conflict {
 			t.Errorf("%s vs %s (%s, swapped): conflict=%v, want %v", tt.b, tt.a, tt.why, got, tt.conflict)
 		}
-		setsMeet := NewScopeSet(writeScopes([]Scope{a})...).Intersects(NewScopeSet(writeScopes([]Scope{b})...))
+		setsMeet := NewSet(writeSpecs([]Spec{a})...).Intersects(NewSet(writeSpecs([]Spec{b})...))
 		if setsMeet != tt.conflict {
-			t.Errorf("%s vs %s (%s): ScopeSet says %v, want %v", tt.a, tt.b, tt.why, setsMeet, tt.conflict)
+			t.Errorf("%s vs %s (%s): Set says %v, want %v", tt.a, tt.b, tt.why, setsMeet, tt.conflict)
 		}
 	}
 }
@@ -86,17 +86,17 @@ func pathsOver(names []string, depth int) []string {
 	return out
 }
 
-func oracleScopes() []Scope {
-	var out []Scope
+func oracleScopes() []Spec {
+	var out []Spec
 	for _, p := range oracleScopePaths {
-		out = append(out, Scope{p, ScopeWrite, false}, Scope{p, ScopeWrite, true})
+		out = append(out, Spec{p, Write, false}, Spec{p, Write, true})
 	}
 	return out
 }
 
 // covers is the definition: recursive = the subtree, flat = the path and
 // its direct entries.
-func covers(s Scope, p string) bool {
+func covers(s Spec, p string) bool {
 	if s.Recursive {
 		return isPathWithin(p, s.Path)
 	}
@@ -105,7 +105,7 @@ func covers(s Scope, p string) bool {
 
 type pathSet map[string]bool
 
-func bruteSet(scopes []Scope) pathSet {
+func bruteSet(scopes []Spec) pathSet {
 	out := pathSet{}
 	for _, p := range oracleUniverse {
 		for _, s := range scopes {
@@ -152,12 +152,12 @@ func TestScopesOverlapMatchesDefinition(t *testing.T) {
 	all := oracleScopes()
 	for _, a := range all {
 		for _, b := range all {
-			want := len(bruteSet([]Scope{a}).intersect(bruteSet([]Scope{b}))) > 0
-			if got := scopesOverlap(a, b); got != want {
-				t.Errorf("scopesOverlap(%s, %s) = %v, want %v", a, b, got, want)
+			want := len(bruteSet([]Spec{a}).intersect(bruteSet([]Spec{b}))) > 0
+			if got := overlaps(a, b); got != want {
+				t.Errorf("overlaps(%s, %s) = %v, want %v", a, b, got, want)
 			}
-			if got := NewScopeSet(a).Intersects(NewScopeSet(b)); got != want {
-				t.Errorf("ScopeSet %s ∩ %s non-empty = %v, want %v", a, b, got, want)
+			if got := NewSet(a).Intersects(NewSet(b)); got != want {
+				t.Errorf("Set %s ∩ %s non-empty = %v, want %v", a, b, got, want)
 			}
 		}
 	}
@@ -168,9 +168,9 @@ func TestScopesOverlapMatchesDefinition(t *testing.T) {
 func TestScopeSetMatchesOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	all := oracleScopes()
-	pick := func() []Scope {
+	pick := func() []Spec {
 		n := 1 + rng.IntN(3)
-		out := make([]Scope, n)
+		out := make([]Spec, n)
 		for i := range out {
 			out[i] = all[rng.IntN(len(all))]
 		}
@@ -178,11 +178,11 @@ func TestScopeSetMatchesOracle(t *testing.T) {
 	}
 	for i := range 3000 {
 		a, b, c := pick(), pick(), pick()
-		setA, setB, setC := NewScopeSet(a...), NewScopeSet(b...), NewScopeSet(c...)
+		setA, setB, setC := NewSet(a...), NewSet(b...), NewSet(c...)
 		bruteA, bruteB, bruteC := bruteSet(a), bruteSet(b), bruteSet(c)
 		exprs := []struct {
 			name  string
-			set   ScopeSet
+			set   Set
 			brute pathSet
 		}{
 			{"a−b", setA.Minus(setB), bruteA.minus(bruteB)},
@@ -245,7 +245,7 @@ func TestEffectiveScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		allow, deny := parseAll(t, tt.allow), parseAll(t, tt.deny)
-		eff := EffectiveScope(allow, deny)
+		eff := Effective(allow, deny)
 		for _, p := range tt.in {
 			if !eff.Contains(p) {
 				t.Errorf("%v − %v should hold %s (set %s)", tt.allow, tt.deny, p, eff)
@@ -277,18 +277,18 @@ func TestDescribeEffective(t *testing.T) {
 	}
 }
 
-func parseAll(t testing.TB, texts []string) []Scope {
+func parseAll(t testing.TB, texts []string) []Spec {
 	t.Helper()
-	out, err := ParseScopes(texts)
+	out, err := ParseSpecs(texts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-func ExampleScopeSet_Minus() {
-	allow := NewScopeSet(Scope{"/project/src", ScopeWrite, true})
-	deny := NewScopeSet(Scope{"/project/src/core", ScopeWrite, true})
+func ExampleSet_Minus() {
+	allow := NewSet(Spec{"/project/src", Write, true})
+	deny := NewSet(Spec{"/project/src/core", Write, true})
 	eff := allow.Minus(deny)
 	fmt.Println(eff.Contains("/project/src/main.go"), eff.Contains("/project/src/core/x.go"))
 	// Output: true false

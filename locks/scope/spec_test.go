@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"errors"
@@ -11,32 +11,32 @@ import (
 func TestParseScope(t *testing.T) {
 	tests := []struct {
 		in   string
-		want Scope
+		want Spec
 	}{
-		{"/project/src:write:recursive", Scope{"/project/src", ScopeWrite, true}},
-		{"/project/src:read", Scope{"/project/src", ScopeRead, false}},
-		{"/project/src/:write", Scope{"/project/src", ScopeWrite, false}},
-		{"/project//src///:write", Scope{"/project/src", ScopeWrite, false}},
-		{"/project/src/../doc:write", Scope{"/project/doc", ScopeWrite, false}},
-		{"/project/./src:read:recursive", Scope{"/project/src", ScopeRead, true}},
-		{"/../..:write", Scope{"/", ScopeWrite, false}},
-		{"/:write:recursive", Scope{"/", ScopeWrite, true}},
-		{"/a:b:write", Scope{"/a:b", ScopeWrite, false}},
-		{"/x:recursive:write", Scope{"/x:recursive", ScopeWrite, false}},
-		{"/x:read:write:recursive", Scope{"/x:read", ScopeWrite, true}},
+		{"/project/src:write:recursive", Spec{"/project/src", Write, true}},
+		{"/project/src:read", Spec{"/project/src", Read, false}},
+		{"/project/src/:write", Spec{"/project/src", Write, false}},
+		{"/project//src///:write", Spec{"/project/src", Write, false}},
+		{"/project/src/../doc:write", Spec{"/project/doc", Write, false}},
+		{"/project/./src:read:recursive", Spec{"/project/src", Read, true}},
+		{"/../..:write", Spec{"/", Write, false}},
+		{"/:write:recursive", Spec{"/", Write, true}},
+		{"/a:b:write", Spec{"/a:b", Write, false}},
+		{"/x:recursive:write", Spec{"/x:recursive", Write, false}},
+		{"/x:read:write:recursive", Spec{"/x:read", Write, true}},
 	}
 	for _, tt := range tests {
-		got, err := ParseScope(tt.in)
+		got, err := ParseSpec(tt.in)
 		if err != nil {
-			t.Errorf("ParseScope(%q): %v", tt.in, err)
+			t.Errorf("ParseSpec(%q): %v", tt.in, err)
 			continue
 		}
 		if got != tt.want {
-			t.Errorf("ParseScope(%q) = %+v, want %+v", tt.in, got, tt.want)
+			t.Errorf("ParseSpec(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
-		again, err := ParseScope(got.String())
+		again, err := ParseSpec(got.String())
 		if err != nil || again != got {
-			t.Errorf("ParseScope(%q) round trip: %+v, %v", got.String(), again, err)
+			t.Errorf("ParseSpec(%q) round trip: %+v, %v", got.String(), again, err)
 		}
 	}
 }
@@ -47,13 +47,13 @@ func TestParseScopeRejects(t *testing.T) {
 		"/a:write:Recursive", "/a:write:recursive:recursive", "/a:recursive", "/a:write:",
 		"/a\x00b:write", "/a\xff:write", "~/a:write",
 	} {
-		_, err := ParseScope(in)
-		if !errors.Is(err, ErrScopeUsage) {
-			t.Errorf("ParseScope(%q) = %v, want ErrScopeUsage", in, err)
+		_, err := ParseSpec(in)
+		if !errors.Is(err, ErrUsage) {
+			t.Errorf("ParseSpec(%q) = %v, want ErrUsage", in, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), "malformed scope") {
-			t.Errorf("ParseScope(%q) error %q does not say malformed scope", in, err)
+			t.Errorf("ParseSpec(%q) error %q does not say malformed scope", in, err)
 		}
 	}
 }
@@ -84,12 +84,12 @@ func TestResolveScopeFollowsSymlinksOfExistingPrefix(t *testing.T) {
 		{"/real/src", "/real/src"},                 // no symlink: unchanged
 	}
 	for _, tt := range tests {
-		s, err := ParseScope(root + tt.in + ":write")
+		s, err := ParseSpec(root + tt.in + ":write")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ResolveScope(s).Path; got != realRoot+tt.want {
-			t.Errorf("ResolveScope(%s) = %s, want %s", tt.in, got, realRoot+tt.want)
+		if got := Resolve(s).Path; got != realRoot+tt.want {
+			t.Errorf("Resolve(%s) = %s, want %s", tt.in, got, realRoot+tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"fmt"
@@ -7,35 +7,35 @@ import (
 	"unicode/utf8"
 )
 
-// ScopeMode is what a scope lets its holder do with the paths it covers.
-type ScopeMode uint8
+// Mode is what a scope lets its holder do with the paths it covers.
+type Mode uint8
 
 const (
-	ScopeRead ScopeMode = iota + 1
-	ScopeWrite
+	Read Mode = iota + 1
+	Write
 )
 
-func (m ScopeMode) String() string {
+func (m Mode) String() string {
 	switch m {
-	case ScopeRead:
+	case Read:
 		return "read"
-	case ScopeWrite:
+	case Write:
 		return "write"
 	}
-	return fmt.Sprintf("ScopeMode(%d)", uint8(m))
+	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// Scope is one `PATH:MODE[:recursive]` item of an allocation. A
+// Spec is one `PATH:MODE[:recursive]` item of an allocation. A
 // non-recursive scope covers Path and its direct entries; a recursive one
 // covers the whole subtree under Path. Path is absolute and clean.
-type Scope struct {
+type Spec struct {
 	Path      string
-	Mode      ScopeMode
+	Mode      Mode
 	Recursive bool
 }
 
 // String renders the scope in the registry's normalised form.
-func (s Scope) String() string {
+func (s Spec) String() string {
 	out := s.Path + ":" + s.Mode.String()
 	if s.Recursive {
 		out += ":recursive"
@@ -43,45 +43,45 @@ func (s Scope) String() string {
 	return out
 }
 
-// ParseScope reads `PATH:MODE[:recursive]`. The path may itself contain
+// ParseSpec reads `PATH:MODE[:recursive]`. The path may itself contain
 // colons: the suffixes are taken from the right. PATH must be absolute; it
 // is cleaned lexically (trailing slashes, `.`, `..`) but the filesystem is
-// not consulted — ResolveScope does that. The error quotes the offending
-// text and matches ErrScopeUsage.
-func ParseScope(text string) (Scope, error) {
-	s, err := splitScope(text)
+// not consulted — Resolve does that. The error quotes the offending
+// text and matches ErrUsage.
+func ParseSpec(text string) (Spec, error) {
+	s, err := splitSpec(text)
 	if err != nil {
-		return Scope{}, err
+		return Spec{}, err
 	}
 	s.Path = filepath.Clean(s.Path)
 	return s, nil
 }
 
-// splitScope is ParseScope without the cleaning, which cannot fail: the
+// splitSpec is ParseSpec without the cleaning, which cannot fail: the
 // registry decoder checks every scope it reads with it.
-func splitScope(text string) (Scope, error) {
+func splitSpec(text string) (Spec, error) {
 	rest, recursive := strings.CutSuffix(text, ":recursive")
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		return Scope{}, scopeSyntaxError(text, "want PATH:MODE[:recursive]")
+		return Spec{}, syntaxError(text, "want PATH:MODE[:recursive]")
 	}
 	path, modeText := rest[:i], rest[i+1:]
-	var mode ScopeMode
+	var mode Mode
 	switch modeText {
 	case "read":
-		mode = ScopeRead
+		mode = Read
 	case "write":
-		mode = ScopeWrite
+		mode = Write
 	default:
-		return Scope{}, scopeSyntaxError(text, fmt.Sprintf("mode %q is not read or write", modeText))
+		return Spec{}, syntaxError(text, fmt.Sprintf("mode %q is not read or write", modeText))
 	}
-	if err := checkScopePath(path); err != nil {
-		return Scope{}, scopeSyntaxError(text, err.Error())
+	if err := checkPath(path); err != nil {
+		return Spec{}, syntaxError(text, err.Error())
 	}
-	return Scope{Path: path, Mode: mode, Recursive: recursive}, nil
+	return Spec{Path: path, Mode: mode, Recursive: recursive}, nil
 }
 
-func checkScopePath(path string) error {
+func checkPath(path string) error {
 	switch {
 	case path == "":
 		return fmt.Errorf("empty path")
@@ -95,15 +95,15 @@ func checkScopePath(path string) error {
 	return nil
 }
 
-func scopeSyntaxError(text, why string) error {
-	return scopeUsagef("malformed scope %q: %s", text, why)
+func syntaxError(text, why string) error {
+	return usagef("malformed scope %q: %s", text, why)
 }
 
-// ParseScopes parses every text; the first malformed one is the error.
-func ParseScopes(texts []string) ([]Scope, error) {
-	out := make([]Scope, 0, len(texts))
+// ParseSpecs parses every text; the first malformed one is the error.
+func ParseSpecs(texts []string) ([]Spec, error) {
+	out := make([]Spec, 0, len(texts))
 	for _, t := range texts {
-		s, err := ParseScope(t)
+		s, err := ParseSpec(t)
 		if err != nil {
 			return nil, err
 		}
@@ -112,12 +112,12 @@ func ParseScopes(texts []string) ([]Scope, error) {
 	return out, nil
 }
 
-// ResolveScope resolves symlinks in the scope's path where the path exists:
+// Resolve resolves symlinks in the scope's path where the path exists:
 // the longest existing prefix is resolved with filepath.EvalSymlinks and the
 // rest appended, so a scope on a directory not yet created still names the
 // place it will be created in. ".." was already applied lexically by
-// ParseScope.
-func ResolveScope(s Scope) Scope {
+// ParseSpec.
+func Resolve(s Spec) Spec {
 	s.Path = resolveExistingPrefix(s.Path)
 	return s
 }
@@ -137,8 +137,8 @@ func resolveExistingPrefix(path string) string {
 	}
 }
 
-// scopeStrings renders scopes in normalised form.
-func scopeStrings(scopes []Scope) []string {
+// specStrings renders scopes in normalised form.
+func specStrings(scopes []Spec) []string {
 	out := make([]string, len(scopes))
 	for i, s := range scopes {
 		out[i] = s.String()
@@ -146,11 +146,11 @@ func scopeStrings(scopes []Scope) []string {
 	return out
 }
 
-// writeScopes keeps the write items: only they take part in conflicts.
-func writeScopes(scopes []Scope) []Scope {
-	var out []Scope
+// writeSpecs keeps the write items: only they take part in conflicts.
+func writeSpecs(scopes []Spec) []Spec {
+	var out []Spec
 	for _, s := range scopes {
-		if s.Mode == ScopeWrite {
+		if s.Mode == Write {
 			out = append(out, s)
 		}
 	}

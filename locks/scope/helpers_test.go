@@ -1,6 +1,8 @@
-package locks
+package scope
 
 import (
+	"github.com/withlock/withlock/locks"
+
 	"bytes"
 	"context"
 	"os"
@@ -13,12 +15,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// newScopeFile is a registry in a fresh directory (which the registry
+// newRegistry is a registry in a fresh directory (which the registry
 // creates), with its log captured.
-func newScopeFile(t testing.TB) (*ScopeFile, *syncBuffer) {
+func newRegistry(t testing.TB) (*Registry, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	return &ScopeFile{
+	return &Registry{
 		Path:     filepath.Join(t.TempDir(), "withlock", "scope.lock"),
 		LockWait: 5 * time.Second,
 		Log:      zerolog.New(logs),
@@ -52,7 +54,7 @@ type holder struct {
 // self is the test process: alive for the whole test.
 func self(t testing.TB) holder {
 	t.Helper()
-	start, err := ProcessStartTime(os.Getpid())
+	start, err := locks.ProcessStartTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func liveProcess(t testing.TB) *holder {
 	}
 	h := &holder{PID: cmd.Process.Pid, cmd: cmd}
 	t.Cleanup(func() { h.kill(t) })
-	start, err := ProcessStartTime(h.PID)
+	start, err := locks.ProcessStartTime(h.PID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,19 +96,19 @@ func deadProcess(t testing.TB) holder {
 	return holder{PID: h.PID, Start: h.Start}
 }
 
-func (h holder) request(name string, allow ...string) ScopeRequest {
-	return ScopeRequest{Name: name, PID: h.PID, PIDStart: h.Start, Allow: mustScopes(allow)}
+func (h holder) request(name string, allow ...string) Request {
+	return Request{Name: name, PID: h.PID, PIDStart: h.Start, Allow: mustSpecs(allow)}
 }
 
-func mustScopes(texts []string) []Scope {
-	out, err := ParseScopes(texts)
+func mustSpecs(texts []string) []Spec {
+	out, err := ParseSpecs(texts)
 	if err != nil {
 		panic(err)
 	}
 	return out
 }
 
-func mustRegister(t testing.TB, f *ScopeFile, q ScopeRequest) ScopeAllocation {
+func mustRegister(t testing.TB, f *Registry, q Request) Allocation {
 	t.Helper()
 	a, err := f.Register(context.Background(), q)
 	if err != nil {
@@ -116,20 +118,20 @@ func mustRegister(t testing.TB, f *ScopeFile, q ScopeRequest) ScopeAllocation {
 }
 
 // readRegistryFile decodes the registry as it is on disk.
-func readRegistryFile(t testing.TB, path string) *ScopeRegistry {
+func readRegistryFile(t testing.TB, path string) *Table {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := DecodeScopeRegistry(data)
+	reg, err := DecodeTable(data)
 	if err != nil {
 		t.Fatalf("registry on disk does not decode: %v\n%s", err, data)
 	}
 	return reg
 }
 
-func allocationNamed(t testing.TB, reg *ScopeRegistry, name string) ScopeAllocation {
+func allocationNamed(t testing.TB, reg *Table, name string) Allocation {
 	t.Helper()
 	a := reg.find(name)
 	if a == nil {
@@ -138,7 +140,7 @@ func allocationNamed(t testing.TB, reg *ScopeRegistry, name string) ScopeAllocat
 	return *a
 }
 
-func names(reg *ScopeRegistry) []string {
+func names(reg *Table) []string {
 	var out []string
 	for _, a := range reg.Allocations {
 		out = append(out, a.Name)

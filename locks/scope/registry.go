@@ -1,4 +1,4 @@
-package locks
+package scope
 
 import (
 	"bytes"
@@ -12,15 +12,17 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/withlock/withlock/locks"
 )
 
-// DefaultScopeLockWait bounds the wait for the registry's flock. Every
+// DefaultLockWait bounds the wait for the registry's flock. Every
 // holder keeps it for one read-modify-write only, so past this a stopped or
 // stuck process holds it.
-const DefaultScopeLockWait = 3 * time.Second
+const DefaultLockWait = 3 * time.Second
 
-// maxScopeRegistry is the largest registry (or backup) that is read.
-const maxScopeRegistry = 16 << 20
+// maxSize is the largest registry (or backup) that is read.
+const maxSize = 16 << 20
 
 // registryAccess says how the registry is opened and locked.
 type registryAccess int
@@ -31,9 +33,9 @@ const (
 	sharedExisting                          // LOCK_SH; fs.ErrNotExist when missing
 )
 
-// ScopeFilePath picks the registry: flag > WITHLOCK_SCOPE_FILE >
+// FilePath picks the registry: flag > WITHLOCK_SCOPE_FILE >
 // $XDG_RUNTIME_DIR/withlock/scope.lock > /tmp/withlock-<uid>/scope.lock.
-func ScopeFilePath(flag string, getenv func(string) string) string {
+func FilePath(flag string, getenv func(string) string) string {
 	for _, v := range []string{flag, getenv("WITHLOCK_SCOPE_FILE")} {
 		if v != "" {
 			return v
@@ -45,7 +47,7 @@ func ScopeFilePath(flag string, getenv func(string) string) string {
 	return filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()), "scope.lock")
 }
 
-// ScopeFile is the machine-wide scope registry on disk. Every change is a
+// Registry is the machine-wide scope registry on disk. Every change is a
 // read-modify-write under flock(LOCK_EX) on the registry file itself,
 // written back in place (truncate, one write, fsync) so that programs
 // following the seed's protocol — flock the same file, read, write — see
@@ -54,15 +56,15 @@ func ScopeFilePath(flag string, getenv func(string) string) string {
 // rename), from which a registry torn by a crash or a full disk is
 // recovered.
 //
-// The zero value is not usable: set Path. A ScopeFile holds no open file
+// The zero value is not usable: set Path. A Registry holds no open file
 // between calls and may be used from several goroutines.
-type ScopeFile struct {
+type Registry struct {
 	Path string
-	// LockWait bounds the flock wait; zero means DefaultScopeLockWait.
+	// LockWait bounds the flock wait; zero means DefaultLockWait.
 	LockWait time.Duration
 	Log      zerolog.Logger
 	// Alive judges holders; nil means kill(pid, 0) (EPERM alive), not a
-	// zombie, and the start time recorded (scopeProcessAlive).
+	// zombie, and the start time recorded (processAlive).
 	Alive LiveFunc
 	// Now is the clock for created_at; nil means time.Now.
 	Now func() time.Time
@@ -71,23 +73,23 @@ type ScopeFile struct {
 	rewrite func(f *os.File, data []byte) error
 }
 
-func (f *ScopeFile) backupPath() string { return f.Path + ".bak" }
+func (f *Registry) backupPath() string { return f.Path + ".bak" }
 
-func (f *ScopeFile) lockWait() time.Duration {
+func (f *Registry) lockWait() time.Duration {
 	if f.LockWait > 0 {
 		return f.LockWait
 	}
-	return DefaultScopeLockWait
+	return DefaultLockWait
 }
 
-func (f *ScopeFile) alive(pid int, start uint64) bool {
+func (f *Registry) alive(pid int, start uint64) bool {
 	if f.Alive != nil {
 		return f.Alive(pid, start)
 	}
-	return scopeProcessAlive(pid, start)
+	return processAlive(pid, start)
 }
 
-func (f *ScopeFile) now() time.Time {
+func (f *Registry) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
@@ -103,7 +105,7 @@ func (f *ScopeFile) now() time.Time {
 // start's sweep is a thousand /proc reads, and on a disk the fsync is
 // most of a millisecond), then renamed into place before the registry is
 // truncated — or removed when the registry is not rewritten after all.
-func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error) error {
+func (f *Registry) Transform(ctx context.Context, fn func(*Table) error) error {
 	file, data, err := f.openRead(ctx, exclusive)
 	if err != nil {
 		return err
@@ -121,7 +123,7 @@ func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error
 	if err := fn(reg); err != nil {
 		return err
 	}
-	out := reg.encode(len(data) + len(data)/16 + 1024)
+	out := reg.Encode()
 	if bytes.Equal(out, data) {
 		return nil
 	}
@@ -133,8 +135,8 @@ func (f *ScopeFile) Transform(ctx context.Context, fn func(*ScopeRegistry) error
 	return f.replaceContent(file, out, data)
 }
 
-// emptyScopeRegistry is what a new, empty registry holds once written.
-var emptyScopeRegistry = (&ScopeRegistry{}).Encode()
+// emptyTable is what a new, empty registry holds once written.
+var emptyTable = (&Table{}).Encode()
 
 // load parses what the registry holds. It also says what the backup should
 // become before the rewrite: the content read when it parsed, the empty
@@ -143,30 +145,30 @@ var emptyScopeRegistry = (&ScopeRegistry{}).Encode()
 // An empty file is a new registry — unless a good backup exists: we never
 // write an empty registry file, so then a rewrite was torn after its
 // truncate. A file that does not parse is recovered from a good backup;
-// without one it is ErrRegistryCorrupt and left as it is.
-func (f *ScopeFile) load(data []byte) (reg *ScopeRegistry, backup []byte, err error) {
+// without one it is ErrCorrupt and left as it is.
+func (f *Registry) load(data []byte) (reg *Table, backup []byte, err error) {
 	var parseErr error
 	if len(data) > 0 {
-		if reg, parseErr = DecodeScopeRegistry(data); parseErr == nil {
+		if reg, parseErr = DecodeTable(data); parseErr == nil {
 			return reg, data, nil
 		}
 	}
 	bak, bakErr := f.readBackup()
 	if bakErr == nil {
-		if reg, err := DecodeScopeRegistry(bak); err == nil {
+		if reg, err := DecodeTable(bak); err == nil {
 			f.Log.Warn().Str("registry", f.Path).Str("backup", f.backupPath()).
 				AnErr("parse_error", parseErr).Msg("scope registry torn or corrupt: recovered from backup")
 			return reg, nil, nil
 		}
 	}
 	if len(data) == 0 && errors.Is(bakErr, fs.ErrNotExist) {
-		return &ScopeRegistry{}, emptyScopeRegistry, nil
+		return &Table{}, emptyTable, nil
 	}
 	if parseErr == nil {
 		parseErr = errors.New("empty")
 	}
 	return nil, nil, fmt.Errorf("%w: %s: %v, and no good backup at %s (%s); `withlock scope reset` moves it aside",
-		ErrRegistryCorrupt, f.Path, parseErr, f.backupPath(), describeBackupErr(bakErr))
+		ErrCorrupt, f.Path, parseErr, f.backupPath(), describeBackupErr(bakErr))
 }
 
 func describeBackupErr(err error) string {
@@ -179,10 +181,10 @@ func describeBackupErr(err error) string {
 	return err.Error()
 }
 
-func (f *ScopeFile) readBackup() ([]byte, error) {
-	data, _, err := OSFS{}.ReadLockFile(f.backupPath(), maxScopeRegistry)
-	if err == nil && len(data) > maxScopeRegistry {
-		err = fmt.Errorf("%s: over %d bytes", f.backupPath(), maxScopeRegistry)
+func (f *Registry) readBackup() ([]byte, error) {
+	data, _, err := locks.OSFS{}.ReadLockFile(f.backupPath(), maxSize)
+	if err == nil && len(data) > maxSize {
+		err = fmt.Errorf("%s: over %d bytes", f.backupPath(), maxSize)
 	}
 	return data, err
 }
@@ -198,9 +200,9 @@ type stagedBackup struct {
 	committed bool
 }
 
-func (f *ScopeFile) stageBackup(data []byte) *stagedBackup {
+func (f *Registry) stageBackup(data []byte) *stagedBackup {
 	b := &stagedBackup{
-		tmp:  f.backupPath() + ".tmp." + randomScopeName(),
+		tmp:  f.backupPath() + ".tmp." + randomName(),
 		path: f.backupPath(),
 		done: make(chan struct{}),
 	}
@@ -258,7 +260,7 @@ func writeSynced(path string, data []byte) (err error) {
 // replaceContent rewrites the locked registry in place. When that fails
 // (ENOSPC) it tries to put the previous content back; failing that, the
 // backup written just before serves the next reader.
-func (f *ScopeFile) replaceContent(file *os.File, data, previous []byte) error {
+func (f *Registry) replaceContent(file *os.File, data, previous []byte) error {
 	rewrite := f.rewrite
 	if rewrite == nil {
 		rewrite = rewriteInPlace
@@ -293,7 +295,7 @@ func rewriteInPlace(file *os.File, data []byte) error {
 
 // openRead opens the registry with access, which takes its flock, and
 // reads it. The caller closes the file, which releases the flock.
-func (f *ScopeFile) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
+func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
 	file, err := f.openLocked(ctx, access)
 	if err != nil {
 		return nil, nil, err
@@ -306,14 +308,14 @@ func (f *ScopeFile) openRead(ctx context.Context, access registryAccess) (*os.Fi
 	return file, data, nil
 }
 
-// readRegistry reads the whole locked file; past maxScopeRegistry only one
-// byte more is read, for DecodeScopeRegistry to refuse.
+// readRegistry reads the whole locked file; past maxSize only one
+// byte more is read, for DecodeTable to refuse.
 func readRegistry(file *os.File, path string) ([]byte, error) {
 	fi, err := file.Stat()
 	if err != nil {
 		return nil, unusable(err)
 	}
-	data := make([]byte, min(fi.Size(), maxScopeRegistry+1))
+	data := make([]byte, min(fi.Size(), maxSize+1))
 	n, err := file.ReadAt(data, 0)
 	if err != nil && n < len(data) {
 		return nil, unusable(&fs.PathError{Op: "read", Path: path, Err: err})

@@ -1,0 +1,23 @@
+// Package scope is the machine-wide scope registry of seed 004: one JSON
+// file, guarded by flock(2) on the file itself, recording which live holder
+// may write where, and who delegated part of its scope to whom.
+//
+// Where each of the seed's rules lives:
+//   - a scope and its syntax, `PATH:MODE[:recursive]`: Spec, ParseSpec;
+//     paths resolved as the kernel would: Resolve
+//   - overlap of two scopes: Spec.ConflictsWith
+//   - effective scope = allow − Σ children's allow: Effective
+//   - write-conflict check at start, naming each competitor:
+//     Table.Register (checkConflicts)
+//   - delegation (scope 分譲): withinParent, and RecomputeDenies for the
+//     parent's scope_deny
+//   - stale reclaim by PID liveness, scope handed back: Table.ReclaimStale
+//   - re-parenting of a dead or released holder's children: reparent
+//   - release at exit: Table.Release
+//   - the file, its flock, in-place rewrite, torn-file recovery:
+//     Registry.Transform; start and exit: Registry.Register, Registry.Release
+//
+// The registry format is exactly the seed's — {"allocations": [{"name",
+// "pid", "socket", "scope_allow", "delegated_from"}]} — plus scope_deny,
+// pid_start and created_at; fields other programs write are kept.
+package scope

@@ -1,0 +1,100 @@
+package scope
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The scope registry's sentinel errors. Callers match them with errors.Is;
+// the command line maps them to exit statuses (SPEC §2): ErrConflict
+// → 75, ErrUsage → 64, ErrUnusable (which ErrCorrupt
+// and ErrBusy also match) → 73.
+var (
+	// ErrConflict: a requested write scope overlaps another live
+	// holder's effective write scope, or a delegated request does not lie
+	// within its parent's. Returned as a *ConflictError.
+	ErrConflict = errors.New("scope conflict")
+
+	// ErrUsage: the request itself is wrong — malformed scope, unknown
+	// parent, duplicate live name, bad name.
+	ErrUsage = errors.New("scope usage")
+
+	// ErrUnusable: the registry could not be read or written (unsafe
+	// place, OS error, corrupt, lock not granted in time).
+	ErrUnusable = errors.New("scope registry unusable")
+
+	// ErrCorrupt: the registry does not parse and its backup does
+	// not either. Nothing was changed; `withlock scope reset` moves it aside.
+	ErrCorrupt error = registryFault("scope registry corrupt")
+
+	// ErrBusy: flock on the registry was not granted within the
+	// bound (a stopped process may hold it).
+	ErrBusy error = registryFault("scope registry busy")
+)
+
+// registryFault is a sentinel that also matches ErrUnusable, so the
+// command line needs one test for exit status 73.
+type registryFault string
+
+func (e registryFault) Error() string        { return string(e) }
+func (e registryFault) Is(target error) bool { return target == ErrUnusable }
+
+// usageText is an ErrUsage error with a message of its own (the
+// sentinel's text would only repeat what the message says).
+type usageText string
+
+func (e usageText) Error() string        { return string(e) }
+func (e usageText) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, args ...any) error {
+	return usageText(fmt.Sprintf(format, args...))
+}
+
+// unusable marks an OS or safety error on the registry as ErrUnusable.
+func unusable(err error) error {
+	if errors.Is(err, ErrUnusable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnusable, err)
+}
+
+// Competitor is a live holder that stands in the way of a request.
+type Competitor struct {
+	Name string
+	PID  int
+	// Scopes are the competitor's allowed write scopes that overlap the
+	// request.
+	Scopes []string
+}
+
+func (c Competitor) String() string {
+	return fmt.Sprintf("%s (pid %d, %s)", c.Name, c.PID, strings.Join(c.Scopes, ", "))
+}
+
+// ConflictError says why a registration was refused and names every
+// competitor. It matches ErrConflict.
+type ConflictError struct {
+	Requested []string
+	// Parent is set when the request is delegated and does not lie within
+	// the parent's effective scope.
+	Parent      *Competitor
+	Competitors []Competitor
+}
+
+func (e *ConflictError) Error() string {
+	var why []string
+	if e.Parent != nil {
+		why = append(why, fmt.Sprintf("not within the effective scope of parent %s (pid %d)", e.Parent.Name, e.Parent.PID))
+	}
+	if len(e.Competitors) > 0 {
+		held := make([]string, len(e.Competitors))
+		for i, c := range e.Competitors {
+			held[i] = c.String()
+		}
+		why = append(why, "held by "+strings.Join(held, "; "))
+	}
+	return fmt.Sprintf("scope conflict: %s: %s", strings.Join(e.Requested, ", "), strings.Join(why, "; "))
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflict }

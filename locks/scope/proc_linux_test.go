@@ -1,0 +1,64 @@
+package scope
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestScopeProcessAlive(t *testing.T) {
+	me := self(t)
+	dead := deadProcess(t)
+	tests := []struct {
+		name  string
+		pid   int
+		start uint64
+		alive bool
+	}{
+		{"self", me.PID, me.Start, true},
+		{"self, start unknown", me.PID, 0, true},
+		{"self, other start: pid reused", me.PID, me.Start + 1, false},
+		{"reaped process", dead.PID, dead.Start, false},
+		{"reaped process, start unknown", dead.PID, 0, false},
+		{"pid 0 is no holder", 0, 0, false},
+		{"negative pid is no holder", -1, 0, false},
+		{"init (EPERM for non-root means alive)", 1, 0, true},
+	}
+	for _, tt := range tests {
+		if got := processAlive(tt.pid, tt.start); got != tt.alive {
+			t.Errorf("%s: processAlive(%d, %d) = %v, want %v", tt.name, tt.pid, tt.start, got, tt.alive)
+		}
+	}
+}
+
+// TestScopeZombieHolderIsDead: a holder that exited but was not reaped yet
+// will never release; it counts as dead.
+func TestScopeZombieHolderIsDead(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state is the first field after the command name's ')'.
+		state := stat[bytes.LastIndexByte(stat, ')')+2]
+		if state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child never became a zombie (state %c)", state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if processAlive(cmd.Process.Pid, 0) {
+		t.Fatal("a zombie counts as alive")
+	}
+}

@@ -1,0 +1,188 @@
+package scope
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+	"unicode/utf8"
+)
+
+// Request is what a new holder asks the registry for.
+type Request struct {
+	// Name must be unique among live allocations; "" picks 6 random hex
+	// digits.
+	Name string
+	// Allow are the scopes requested, normalised (ParseSpec, then
+	// Resolve). At least one.
+	Allow []Spec
+	// DelegateFrom names the live allocation this one takes its scope
+	// from; "" for none.
+	DelegateFrom string
+	// Socket is recorded as the seed's "socket" field.
+	Socket string
+	// PID and PIDStart identify the holder: withlock's own process (it
+	// stays alive as supervisor). Zero means the calling process.
+	PID      int
+	PIDStart uint64
+}
+
+// validName reports whether name is 1-64 of A-Z a-z 0-9 . _ -.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// epochSeconds is t as the registry's created_at: float epoch seconds.
+func epochSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// check rejects a request that cannot be right whatever the registry holds.
+func (q Request) check() error {
+	switch {
+	case len(q.Allow) == 0:
+		return usagef("no scope requested")
+	case q.Name != "" && !validName(q.Name):
+		return usagef("scope name %q: want 1-64 of A-Z a-z 0-9 . _ -", q.Name)
+	case !utf8.ValidString(q.Socket):
+		return usagef("socket path %q is not valid UTF-8", q.Socket)
+	case q.PID <= 0:
+		return usagef("pid %d", q.PID)
+	}
+	for _, s := range q.Allow {
+		if err := checkPath(s.Path); err != nil || s.Mode == 0 {
+			return usagef("scope %q is not normalised", s)
+		}
+	}
+	return nil
+}
+
+// Register adds the request's allocation after the conflict check; the
+// caller has reclaimed stale allocations already, so every allocation here
+// is live. It refuses:
+//   - a duplicate name or an unknown parent (ErrUsage);
+//   - a write scope that meets another allocation's effective write scope,
+//     or, when delegated, one that is not within the parent's effective
+//     scope (*ConflictError naming every competitor).
+//
+// On success the parent's scope_deny gains the new allow (RecomputeDenies).
+func (r *Table) Register(q Request, now time.Time) (Allocation, error) {
+	if err := q.check(); err != nil {
+		return Allocation{}, err
+	}
+	name, err := r.pickName(q.Name)
+	if err != nil {
+		return Allocation{}, err
+	}
+	var parent *Allocation
+	if q.DelegateFrom != "" {
+		if parent = r.find(q.DelegateFrom); parent == nil {
+			return Allocation{}, usagef("unknown scope parent %q (no live allocation has that name)", q.DelegateFrom)
+		}
+	}
+	if err := r.checkConflicts(q.Allow, parent); err != nil {
+		return Allocation{}, err
+	}
+	a := Allocation{
+		Name:          name,
+		PID:           q.PID,
+		PIDStart:      q.PIDStart,
+		Socket:        q.Socket,
+		ScopeAllow:    specStrings(q.Allow),
+		ScopeDeny:     []string{},
+		DelegatedFrom: q.DelegateFrom,
+		CreatedAt:     epochSeconds(now),
+	}
+	r.Allocations = append(r.Allocations, a)
+	r.RecomputeDenies()
+	return a, nil
+}
+
+func (r *Table) pickName(want string) (string, error) {
+	if want != "" {
+		if a := r.find(want); a != nil {
+			return "", usagef("scope name %q is taken by live pid %d", want, a.PID)
+		}
+		return want, nil
+	}
+	for {
+		if name := randomName(); r.find(name) == nil {
+			return name, nil
+		}
+	}
+}
+
+func randomName() string {
+	var b [3]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// checkConflicts is the seed's write-conflict check (write 衝突チェック): the
+// requested write scopes against every other allocation's effective write
+// scope and, when delegated, the delegation rule (withinParent). The parent
+// itself is no competitor: a delegated scope lies inside its parent's by
+// design, and the parent's ancestors have the parent's allow in their deny
+// already.
+func (r *Table) checkConflicts(allow []Spec, parent *Allocation) error {
+	writes := writeSpecs(allow)
+	if len(writes) == 0 {
+		return nil
+	}
+	want := NewSet(writes...)
+	conflict := &ConflictError{Requested: specStrings(allow)}
+	for i := range r.Allocations {
+		other := &r.Allocations[i]
+		if other == parent {
+			continue
+		}
+		if c, ok := competitor(want, writes, other); ok {
+			conflict.Competitors = append(conflict.Competitors, c)
+		}
+	}
+	if parent != nil && !withinParent(want, parent) {
+		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
+	}
+	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
+		return conflict
+	}
+	return nil
+}
+
+// withinParent is the seed's delegation rule (scope 分譲): a delegated
+// request may only take write scope its parent effectively holds — inside
+// the parent's allow and not already handed to another child.
+func withinParent(want Set, parent *Allocation) bool {
+	return want.SubsetOf(parent.Effective())
+}
+
+// competitor reports whether other's effective write scope meets want.
+// Most allocations share no path with the request, so their allow items
+// are screened with the cheap pairwise rule, parsed one at a time, before
+// the set algebra runs: a start screens every allocation in the registry.
+func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
+	var touching []string
+	for _, text := range other.ScopeAllow {
+		s, err := ParseSpec(text)
+		if err != nil || s.Mode != Write {
+			continue // Allow() drops what does not parse; reads never conflict
+		}
+		for _, w := range writes {
+			if overlaps(w, s) {
+				touching = append(touching, s.String())
+				break
+			}
+		}
+	}
+	if len(touching) == 0 || !want.Intersects(other.Effective()) {
+		return Competitor{}, false
+	}
+	return Competitor{Name: other.Name, PID: other.PID, Scopes: touching}, true
+}
