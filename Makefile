@@ -1,15 +1,22 @@
-# withlock: build, test and bench entry points. CI runs `make test` (see .ci/run).
+# withlock: build, test, install and package entry points. CI runs `make test` (see .ci/run).
 #
-#   make build       bin/withlock and bin/withlock-etcd (static release builds)
-#   make install     make build, then install(1) both into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
-#   make man         bin/withlock.1
-#   make test        gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
-#   make bench       interleaved comparison with flock, tini, timeout, go-floor, and each
-#                    dependency's start-up cost -> table + reports/bench.json
-#   make stress      integration scorecard at full counts (WITHLOCK_STRESS=1), up to 60 min
-#   make fmt-check   gofmt -l must print nothing
+#   make build        bin/withlock (static release build, version from git describe)
+#   make build-etcd   bin/withlock-etcd, the etcd backend (a separate binary)
+#   make install      withlock, withlock(1) and bash/zsh/fish completion into $(DESTDIR)$(PREFIX)
+#                     (PREFIX=/usr/local; `make install PREFIX=/usr` puts it on cron's PATH)
+#   make install-etcd withlock-etcd into $(DESTDIR)$(PREFIX)/bin
+#   make deb          dist/withlock_*.deb and dist/withlock-etcd_*.deb (nfpm; /usr/bin/withlock)
+#   make man          bin/withlock.1
+#   make completion   bin/completion/{withlock.bash,_withlock,withlock.fish}
+#   make test         gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
+#   make bench        interleaved comparison with flock, tini, timeout, go-floor, and each
+#                     dependency's start-up cost -> table + reports/bench.json
+#   make stress       integration scorecard at full counts (WITHLOCK_STRESS=1), up to 60 min
+#   make fmt-check    gofmt -l must print nothing
 #
 # TEST_TAGS=etcd adds build-tagged tests (and vets the tagged files).
+# BIN and DIST move the build outputs and the packages (the packaging test
+# builds into a temp dir).
 
 SHELL := bash
 GO ?= go
@@ -24,29 +31,83 @@ BENCH_INSTALL ?= 1
 tags := $(if $(strip $(TEST_TAGS)),-tags '$(strip $(TEST_TAGS))')
 
 PREFIX ?= /usr/local
+BIN ?= bin
+DIST ?= dist
 
-.PHONY: build install man test vet fmt-check bench stress clean print-test-tags
+# The version --version prints; a plain `go build` reports the module
+# version or the commit instead (cmd/withlock/version.go).
+VERSION = $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+# The commit's date, for the man page's footer (reproducible, unlike today).
+MAN_DATE = $(shell git log -1 --format=%cs 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION)
+# zsh's fpath has $(PREFIX)/share/zsh/site-functions for /usr/local; Debian's
+# packages use /usr/share/zsh/vendor-completions (make deb).
+ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
+
+.PHONY: build build-etcd install install-etcd man completion stage deb nfpm \
+	test vet fmt-check bench stress clean print-test-tags
 
 # The release build: static (CGO_ENABLED=0: zerolog imports net, which
 # otherwise links libc dynamically, ~0.6 ms per start) and without urfave/cli's
 # man-page support (urfave_cli_no_docs: blackfriday's regexps cost ~0.5 ms per
-# start). integration/bench builds with the same flags.
+# start; withlock's own man page generator does not need it). integration/bench
+# builds with the same flags.
 RELEASE_TAGS := urfave_cli_no_docs
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS)' -o bin/withlock ./cmd/withlock
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS),etcd' -o bin/withlock-etcd ./cmd/withlock
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/withlock ./cmd/withlock
+
+build-etcd:
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS),etcd' -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-etcd ./cmd/withlock
+
+# withlock(1), generated from the cli definitions by the binary itself.
+man: build
+	$(BIN)/withlock gen-man --date '$(MAN_DATE)' > $(BIN)/withlock.1
+
+completion: build
+	@mkdir -p $(BIN)/completion
+	$(BIN)/withlock completion bash > $(BIN)/completion/withlock.bash
+	$(BIN)/withlock completion zsh > $(BIN)/completion/_withlock
+	$(BIN)/withlock completion fish > $(BIN)/completion/withlock.fish
 
 # install(1) writes the file with write(2): the kernel then caches it in large
 # folios, and the binary starts ~0.1-0.2 ms faster than the linker's output
 # left in bin/ (README, Performance: the page cache).
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 bin/withlock bin/withlock-etcd $(DESTDIR)$(PREFIX)/bin/
+install: build man completion
+	install -D -m 0755 $(BIN)/withlock $(DESTDIR)$(PREFIX)/bin/withlock
+	install -D -m 0644 $(BIN)/withlock.1 $(DESTDIR)$(PREFIX)/share/man/man1/withlock.1
+	install -D -m 0644 $(BIN)/completion/withlock.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/withlock
+	install -D -m 0644 $(BIN)/completion/_withlock $(DESTDIR)$(ZSH_COMPLETION_DIR)/_withlock
+	install -D -m 0644 $(BIN)/completion/withlock.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/withlock.fish
 
-# withlock(1), generated from the cli definitions (needs the docs support).
-man:
-	@mkdir -p bin
-	$(GO) run ./cmd/withlock gen-man > bin/withlock.1
+install-etcd: build-etcd
+	install -D -m 0755 $(BIN)/withlock-etcd $(DESTDIR)$(PREFIX)/bin/withlock-etcd
+
+# Debian packages. nfpm comes from packaging/tools, a module of its own, so
+# the main go.mod stays withlock's; its go.sum pins every module nfpm is
+# built from. The tree the packages are made of is staged in $(BIN)/stage
+# (Debian's layout: /usr/bin, a gzip'd man page, zsh's vendor-completions).
+DEB_VERSION = $(shell packaging/deb-version)
+DEB_ARCH = $(shell $(GO) env GOARCH)
+DEB_MAINTAINER ?= withlock maintainers <maintainers@withlock.invalid>
+STAGE := $(abspath $(BIN))/stage
+NFPM := $(abspath $(BIN))/nfpm
+
+nfpm:
+	$(GO) -C packaging/tools build -o $(NFPM) github.com/goreleaser/nfpm/v2/cmd/nfpm
+
+stage: build build-etcd man completion
+	rm -rf $(STAGE)
+	$(MAKE) --no-print-directory install install-etcd DESTDIR=$(STAGE) PREFIX=/usr \
+		ZSH_COMPLETION_DIR=/usr/share/zsh/vendor-completions
+	gzip -9n $(STAGE)/usr/share/man/man1/withlock.1
+
+deb: nfpm stage
+	@mkdir -p $(DIST)
+	@test -n '$(DEB_VERSION)' || { echo "make deb: no version (set DEB_VERSION)" >&2; exit 1; }
+	export DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' STAGE='$(STAGE)' \
+		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s); \
+	$(NFPM) package --config packaging/withlock.yaml --packager deb --target $(DIST)/ && \
+	$(NFPM) package --config packaging/withlock-etcd.yaml --packager deb --target $(DIST)/
 
 # Every step runs even when an earlier one fails, so one CI run shows all
 # problems; testreport counts a failed step as an error and exits non-zero.
@@ -92,7 +153,7 @@ stress:
 	WITHLOCK_STRESS=1 $(GO) test $(tags) ./integration/ -run Scorecard -count=1 -timeout 60m $(STRESS_FLAGS)
 
 clean:
-	rm -rf bin reports
+	rm -rf $(BIN) reports $(DIST)
 
 # for .ci/run, which checks go.sum with the same tags
 print-test-tags:

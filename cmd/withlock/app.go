@@ -51,14 +51,14 @@ func extraCommands() []*cli.Command {
 // commandRegistry is appended to by the init of each subcommand's file.
 var commandRegistry []func() *cli.Command
 
+// versionString is what --version prints: the version `make build` stamps
+// (git describe), else what the go command recorded (versionFromBuildInfo).
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
+	bi, _ := debug.ReadBuildInfo()
+	return versionFromBuildInfo(bi)
 }
 
 // reorderArgs lets flags follow positional arguments, as in
