@@ -383,11 +383,12 @@ func listRunIDs(dir string) []candidate {
 	return out
 }
 
-// oneLine is s with runs of white space made one space, cut to 80 bytes.
+// oneLine is s with runs of white space made one space, cut to 80
+// characters.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		s = s[:77] + "..."
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:77]) + "..."
 	}
 	return s
 }
