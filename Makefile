@@ -21,7 +21,10 @@
 SHELL := bash
 GO ?= go
 TEST_TAGS ?=
-TEST_TIMEOUT ?= 5m
+# A hang guard per test binary, not a speed target: integration/ and
+# packaging/ (which builds both binaries, nfpm and the packages) each take
+# minutes on a loaded 2-core machine or with a cold build cache.
+TEST_TIMEOUT ?= 15m
 TEST_FLAGS ?=
 BENCH_FLAGS ?=
 STRESS_FLAGS ?=
