@@ -29,3 +29,9 @@ func Signal(p Process, sig syscall.Signal) error { return ErrUnsupported }
 
 // SignalAll is unsupported here.
 func SignalAll(ps []Process, sig syscall.Signal) error { return ErrUnsupported }
+
+// StopSignal is unsupported here.
+func StopSignal(pid int) (syscall.Signal, bool, error) { return 0, false, ErrUnsupported }
+
+// State is unsupported here: it reports every process gone.
+func State(p Process) byte { return 0 }

@@ -58,10 +58,11 @@ type helperResult struct {
 //	HELPER_ARGV (JSON), HELPER_GRACE, HELPER_TIMEOUT, HELPER_LOST_AFTER,
 //	HELPER_KEEP_ORPHANS=1, HELPER_DIE_WITH_PARENT=1, HELPER_STDOUT (file), HELPER_RAISE (signal number
 //	raised and queued before Run), HELPER_READY (file written after Notify),
-//	HELPER_RESULT (file).
+//	HELPER_EXTRA_FILE (opened and passed as the child's fd 4, fd 3 closed),
+//	HELPER_VERIFY_FILE (Verify fails once it exists), HELPER_RESULT (file).
 func superviseRole() int {
 	var ignored []int
-	for _, sig := range supervisor.Forwarded {
+	for _, sig := range supervisor.Caught {
 		if signal.Ignored(sig) {
 			ignored = append(ignored, int(sig.(syscall.Signal)))
 		}
@@ -118,6 +119,28 @@ func helperConfig(sigs *supervisor.Signals) (supervisor.Config, error) {
 		}
 		cfg.Stdout = f
 	}
+	if path := os.Getenv("HELPER_EXTRA_FILE"); path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ExtraFiles = []*os.File{nil, f} // fd 3 closed, fd 4 the file
+	}
+	if path := os.Getenv("HELPER_VERIFY_FILE"); path != "" {
+		// Verify fails once the file exists (the lock was broken) and
+		// counts its calls in path+".calls".
+		cfg.Verify = func() error {
+			f, err := os.OpenFile(path+".calls", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, "verify")
+				f.Close()
+			}
+			if _, err := os.Stat(path); err == nil {
+				return fmt.Errorf("lock broken (%s exists)", path)
+			}
+			return nil
+		}
+	}
 	if d := envDuration("HELPER_LOST_AFTER"); d > 0 {
 		lost := make(chan error, 1)
 		time.AfterFunc(d, func() { lost <- fmt.Errorf("lock file gone") })
@@ -159,7 +182,7 @@ func envDuration(name string) time.Duration {
 // (after a first line "ready") and exits 3 on TERM or INT.
 func trapRole() int {
 	c := make(chan os.Signal, 16)
-	signal.Notify(c, supervisor.Forwarded...)
+	signal.Notify(c, supervisor.Caught...)
 	f, err := os.OpenFile(os.Getenv("TRAP_FILE"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return 98

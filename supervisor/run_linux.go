@@ -51,7 +51,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		defer clearSubreaper(cfg.Log)
 	}
 
-	term := foregroundTerminal(orStd(cfg.Stdin, os.Stdin))
+	// The child's group gets the terminal when withlock holds it now.
+	tty := controllingTerminal(orStd(cfg.Stdin, os.Stdin))
+	var term *terminal
+	if tty != nil && tty.ours() {
+		term = tty
+	}
 	started := make(chan spawned, 1)
 	exited := make(chan struct{}, 1)
 	go forkAndAwait(cfg, term, started, exited)
@@ -64,7 +69,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// is subscribed is reaped on the loop's first turn.
 	cfg.Signals.Complete()
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
-	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, term: term,
+	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, tty: tty, gave: term != nil,
 		chld: cfg.Signals.Chld(), childExited: exited, cause: noCause}
 	return s.run(ctx), nil
 }

@@ -19,5 +19,7 @@ func DieWithParent() error {
 	return fmt.Errorf("die with parent on %s: %w", runtime.GOOS, ErrUnsupported)
 }
 
-// ResetSignalMask is Linux-only.
-func ResetSignalMask() error { return ErrUnsupported }
+// StopSelf is unsupported on this platform.
+func StopSelf() error {
+	return fmt.Errorf("stop withlock on %s: %w", runtime.GOOS, ErrUnsupported)
+}

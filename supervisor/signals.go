@@ -2,22 +2,79 @@ package supervisor
 
 import (
 	"os"
+	"os/signal"
+	"sync"
 	"syscall"
-
-	"github.com/withlock/withlock/supervisor/sigsub"
 )
 
-// Forwarded are the signals withlock passes on to the child's process group.
-var Forwarded = sigsub.Forwarded
+// Caught are the signals withlock subscribes to (signals_unix.go says which
+// and why). While the child runs, TERM and INT start the teardown, TSTP,
+// TTIN and TTOU stop the child's tree and withlock with it, and every other
+// one is forwarded to the child's process group; while withlock waits for
+// the lock, see AbortsWait and StopsJob.
+var Caught = caught
 
-// Signals is withlock's subscription to the forwarded signals and SIGCHLD
-// (see package sigsub). It is taken at the very start of a run, before the
-// lock wait, so that a signal arriving while waiting or while the child is
-// being spawned is queued, never lost.
-type Signals = sigsub.Subscription
+// Signals is withlock's subscription to the caught signals and SIGCHLD. It
+// is taken at the very start of a run, before the lock wait, so that a
+// signal arriving while waiting or while the child is being spawned is
+// queued, never lost.
+//
+// A signal that withlock's parent left ignored is not subscribed where Go
+// kept the inherited SIG_IGN (HUP and INT: `nohup`, `trap '' HUP INT`,
+// `sh -c 'cmd &'`): it stays ignored, so the kernel discards it for
+// withlock, and it stays ignored in the child, as it would for any command
+// run under nohup. (Go installs its own handler over an inherited SIG_IGN
+// of any other signal before withlock's code runs; the child then starts
+// with that signal at its default.)
+type Signals struct {
+	c chan os.Signal
+	// chld is SIGCHLD: an orphan the supervisor adopted has exited, or a
+	// child stopped or continued (the main child's exit it learns from
+	// waitid).
+	chld     chan os.Signal
+	complete sync.Once
+}
 
-// Notify subscribes, at once, to the forwarded signals.
-func Notify() *Signals { return sigsub.Subscribe() }
+// buffer is how many signals may queue before they are read; the signal
+// package drops what does not fit.
+const buffer = 64
+
+// Notify subscribes, at once, to the caught signals.
+func Notify() *Signals {
+	s := &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1)}
+	want := make([]os.Signal, 0, len(Caught))
+	for _, sig := range Caught {
+		if !signal.Ignored(sig) {
+			want = append(want, sig)
+		}
+	}
+	signal.Notify(s.c, want...)
+	return s
+}
+
+// Complete subscribes SIGCHLD; the supervisor calls it once the child is
+// forked, so the subscription's round trip to Go's signal thread overlaps
+// the child's exec. It is idempotent.
+func (s *Signals) Complete() {
+	s.complete.Do(func() {
+		if len(childChanged) > 0 { // Notify with no signals would relay them all
+			signal.Notify(s.chld, childChanged...)
+		}
+	})
+}
+
+// C delivers the caught signals received.
+func (s *Signals) C() <-chan os.Signal { return s.c }
+
+// Chld delivers SIGCHLD.
+func (s *Signals) Chld() <-chan os.Signal { return s.chld }
+
+// Stop ends the subscription. A process about to exit need not call it:
+// every unsubscription is another round trip to Go's signal thread.
+func (s *Signals) Stop() {
+	signal.Stop(s.c)
+	signal.Stop(s.chld)
+}
 
 // ExitStatusForSignal is the shell's status for death by sig: 128+N.
 func ExitStatusForSignal(sig os.Signal) int {

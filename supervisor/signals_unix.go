@@ -8,14 +8,22 @@ import (
 )
 
 // AbortsWait reports whether sig, received while waiting for the lock, ends
-// the wait: true for the signals whose default action terminates.
+// the wait (status 128+N, or death by INT and QUIT): true for every caught
+// signal whose default action ends a process. CONT and WINCH are ignored
+// while waiting; TSTP, TTIN and TTOU stop withlock (see StopsJob).
 func AbortsWait(sig os.Signal) bool {
 	switch sig {
-	case syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-		syscall.SIGUSR1, syscall.SIGUSR2:
-		return true
+	case syscall.SIGCONT, syscall.SIGWINCH, syscall.SIGCHLD, syscall.SIGURG:
+		return false
 	}
-	return false
+	return !StopsJob(sig)
+}
+
+// StopsJob reports whether sig is a job-control stop (TSTP, TTIN, TTOU):
+// while waiting for the lock withlock stops itself (StopSelf), while the
+// child runs it stops the child's tree and then itself.
+func StopsJob(sig os.Signal) bool {
+	return sig == syscall.SIGTSTP || sig == syscall.SIGTTIN || sig == syscall.SIGTTOU
 }
 
 // startsTeardown reports whether sig, received while the child runs, also

@@ -38,11 +38,26 @@ func spawn(cfg Config, term *terminal) (int, error) {
 		sys.Foreground = true
 		sys.Ctty = term.fd
 	}
+	files := []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}
+	for _, f := range cfg.ExtraFiles {
+		if f == nil {
+			files = append(files, ^uintptr(0)) // closed in the child
+			continue
+		}
+		files = append(files, f.Fd())
+	}
 	attr := &syscall.ProcAttr{
 		Env:   cfg.Env,
-		Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
+		Files: files,
 		Sys:   sys,
 	}
+	// The child starts with withlock's signal mask and its ignored signals:
+	// ForkExec's child restores the forking thread's mask (Go gives every
+	// thread the mask the process started with, less the signals the
+	// runtime must see: SIGCHLD, SIGPROF and the synchronous ones) and
+	// resets to SIG_DFL only the signals Go handles; one left at SIG_IGN
+	// (HUP or INT, see Signals) stays ignored across exec.
+	//
 	// The files are handed over as descriptors, never through pipes and
 	// copying goroutines, so a grandchild that keeps stdout open cannot make
 	// withlock wait for it.
@@ -50,6 +65,7 @@ func spawn(cfg Config, term *terminal) (int, error) {
 	runtime.KeepAlive(stdin)
 	runtime.KeepAlive(stdout)
 	runtime.KeepAlive(stderr)
+	runtime.KeepAlive(cfg.ExtraFiles)
 	if err != nil {
 		return 0, execError(path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,14 +92,37 @@ func TestContextCancelStopsChild(t *testing.T) {
 }
 
 func TestAbortsWaitAndExitStatusForSignal(t *testing.T) {
-	for _, sig := range supervisor.Forwarded {
-		s := sig.String()
-		aborts := !strings.Contains(s, "window") && !strings.Contains(s, "continued")
-		if got := supervisor.AbortsWait(sig); got != aborts {
-			t.Errorf("AbortsWait(%v) = %v, want %v", sig, got, aborts)
+	// The signals whose default action is not to end the process.
+	keepsWaiting := map[syscall.Signal]bool{syscall.SIGCONT: true, syscall.SIGWINCH: true,
+		syscall.SIGTSTP: true, syscall.SIGTTIN: true, syscall.SIGTTOU: true}
+	for _, sig := range supervisor.Caught {
+		s := sig.(syscall.Signal)
+		if got := supervisor.AbortsWait(s); got != !keepsWaiting[s] {
+			t.Errorf("AbortsWait(%v) = %v, want %v", s, got, !keepsWaiting[s])
+		}
+		stops := s == syscall.SIGTSTP || s == syscall.SIGTTIN || s == syscall.SIGTTOU
+		if got := supervisor.StopsJob(s); got != stops {
+			t.Errorf("StopsJob(%v) = %v, want %v", s, got, stops)
 		}
 	}
 	if got := supervisor.ExitStatusForSignal(os.Interrupt); got != 130 {
 		t.Errorf("ExitStatusForSignal(INT) = %d, want 130", got)
+	}
+}
+
+// TestCaughtIsEveryCatchableSignal: every standard signal is caught but
+// KILL and STOP (uncatchable), CHLD (subscribed after the fork), URG (the
+// runtime's preemption) and PROF (the runtime's profiler).
+func TestCaughtIsEveryCatchableSignal(t *testing.T) {
+	skipped := map[syscall.Signal]bool{syscall.SIGKILL: true, syscall.SIGSTOP: true,
+		syscall.SIGCHLD: true, syscall.SIGURG: true, syscall.SIGPROF: true}
+	caught := map[syscall.Signal]bool{}
+	for _, sig := range supervisor.Caught {
+		caught[sig.(syscall.Signal)] = true
+	}
+	for sig := syscall.Signal(1); sig < 32; sig++ {
+		if caught[sig] == skipped[sig] {
+			t.Errorf("%v (%d): caught %v, skipped %v", sig, int(sig), caught[sig], skipped[sig])
+		}
 	}
 }

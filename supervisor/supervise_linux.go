@@ -34,7 +34,8 @@ type supervision struct {
 	log  zerolog.Logger
 	self int // our pid: the root of the tree we clean
 	pid  int // the main child, also its process group id
-	term *terminal
+	tty  *terminal // withlock's controlling terminal on the child's stdin, or nil
+	gave bool      // the child's side holds the terminal: withlock gave it
 	chld <-chan os.Signal
 	// childExited receives once the main child has exited (not yet
 	// reaped): forkAndAwait's waitid returned.
@@ -72,6 +73,7 @@ func (s *supervision) run(ctx context.Context) Result {
 		wake.Reset(s.nextWake())
 		select {
 		case <-s.chld:
+			s.followStop()
 		case <-s.childExited:
 			s.childExited = nil
 		case sig := <-s.cfg.Signals.C():
@@ -129,24 +131,64 @@ func (s *supervision) reap() {
 	}
 }
 
-// onSignal forwards sig to the child's group; TERM and INT also start
-// teardown, and a second one during the grace kills at once.
+// onSignal acts on a caught signal: TERM and INT start the teardown, TSTP,
+// TTIN and TTOU stop the child's tree and withlock (jobctl_linux.go), and
+// every other one is forwarded to the child's group.
 func (s *supervision) onSignal(sig os.Signal) {
-	if startsTeardown(sig) && s.tearing && s.killedAt.IsZero() {
-		s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pid).Msg("second signal during the grace, killing now")
-		s.kill()
+	ss, ok := sig.(syscall.Signal)
+	switch {
+	case !ok:
+	case startsTeardown(ss):
+		s.onStop(ss)
+	case StopsJob(ss):
+		s.suspend(ss)
+	default:
+		// WINCH and CONT arrive in bursts (a resized terminal): debug only.
+		ev := s.log.Info()
+		if ss == syscall.SIGWINCH || ss == syscall.SIGCONT {
+			ev = s.log.Debug()
+		}
+		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pid).Msg("forwarding signal")
+		s.signalGroup(ss)
+		if ss == syscall.SIGCONT {
+			// A SIGSTOP withlock could not see may have held it for longer
+			// than the lock's TTL: look now rather than at the next renewal.
+			s.checkLock()
+		}
+	}
+}
+
+// onStop forwards TERM or INT, follows it with CONT and starts the grace.
+//
+// During the grace a second INT kills at once (Ctrl-C twice). A repeated
+// TERM does not: it is the same stop, neither forwarded again nor cutting
+// the grace. Under systemd's KillMode=control-group every process gets
+// TERM, an inner withlock included, and the outer withlock forwards its
+// own TERM to that inner one a moment later; were that a second signal,
+// the inner withlock would KILL its command in the middle of its cleanup.
+func (s *supervision) onStop(sig syscall.Signal) {
+	if s.tearing {
+		if sig == syscall.SIGINT && s.killedAt.IsZero() {
+			s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pid).Msg("second interrupt during the grace, killing now")
+			s.kill()
+			return
+		}
+		s.log.Debug().Stringer("signal", sig).Int("pgid", s.pid).Msg("already stopping; the grace runs on")
 		return
 	}
-	// WINCH and CONT arrive in bursts (a resized terminal): debug only.
-	ev := s.log.Info()
-	if sig == syscall.SIGWINCH || sig == syscall.SIGCONT {
-		ev = s.log.Debug()
+	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
+	s.signalGroup(sig)
+	s.signalGroup(syscall.SIGCONT) // see teardown
+	s.startGrace()
+}
+
+// checkLock runs the Verify hook and treats a failure as a lost lock.
+func (s *supervision) checkLock() {
+	if s.cfg.Verify == nil || s.exited {
+		return
 	}
-	ev.Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
-	s.signalGroup(sig.(syscall.Signal))
-	if startsTeardown(sig) {
-		s.signalGroup(syscall.SIGCONT) // see teardown
-		s.startGrace()
+	if err := s.cfg.Verify(); err != nil {
+		s.onLost(err)
 	}
 }
 
@@ -247,11 +289,9 @@ func (s *supervision) giveUp() {
 		Msg("processes survive KILL (uninterruptible sleep?); giving up on them")
 }
 
+// restoreTerminal takes the terminal back when withlock gave it away.
 func (s *supervision) restoreTerminal() {
-	if err := s.term.restore(); err != nil {
-		s.log.Warn().Err(err).Msg("terminal")
-	}
-	s.term = nil
+	s.takeTerminal()
 }
 
 // signalGroup signals the child's process group; an empty group is fine. A

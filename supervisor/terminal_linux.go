@@ -8,35 +8,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminal is withlock's controlling terminal, held in the foreground when
-// the child was spawned; the child's group gets it and restore takes it back.
+// terminal is withlock's controlling terminal, on the descriptor the child
+// gets as stdin. When withlock is its foreground group the child's group
+// gets it; withlock takes it back when the child ends or the job stops.
 type terminal struct {
 	fd   int
 	pgrp int // withlock's own process group
 }
 
-// foregroundTerminal returns the terminal on f when f is withlock's
-// controlling terminal and withlock's group is its foreground group, else
-// nil. TIOCGPGRP fails with ENOTTY on a terminal that is not ours.
-func foregroundTerminal(f *os.File) *terminal {
+// controllingTerminal returns the terminal on f when f is withlock's
+// controlling terminal, else nil. TIOCGPGRP fails with ENOTTY on a terminal
+// that is not ours (and on anything that is not a terminal).
+func controllingTerminal(f *os.File) *terminal {
 	fd := int(f.Fd())
-	fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-	if err != nil || fg != unix.Getpgrp() {
+	if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil {
 		return nil
 	}
-	return &terminal{fd: fd, pgrp: fg}
+	return &terminal{fd: fd, pgrp: unix.Getpgrp()}
 }
 
-// restore makes withlock's group the foreground group again. withlock is a
-// background group at that point, so tcsetpgrp would raise SIGTTOU and stop
-// us; the signal is blocked on this thread for the call (a blocked SIGTTOU
-// counts as ignored for the tty check). The goroutine is locked to its
-// thread for the call, so the mask is changed and restored on the thread
-// that makes it.
-func (t *terminal) restore() error {
-	if t == nil {
-		return nil
+// foreground returns the terminal's foreground process group.
+func (t *terminal) foreground() (int, error) {
+	pgrp, err := unix.IoctlGetInt(t.fd, unix.TIOCGPGRP)
+	if err != nil {
+		return 0, fmt.Errorf("read the terminal's foreground group: %w", err)
 	}
+	return pgrp, nil
+}
+
+// ours reports whether withlock's group is the terminal's foreground group.
+func (t *terminal) ours() bool {
+	pgrp, err := t.foreground()
+	return err == nil && pgrp == t.pgrp
+}
+
+// setForeground makes pgrp the terminal's foreground group. When withlock
+// is a background group at that point, tcsetpgrp would raise SIGTTOU and
+// stop us; the signal is blocked on this thread for the call (a blocked
+// SIGTTOU counts as ignored for the tty check). The goroutine is locked to
+// its thread for the call, so the mask is changed and restored on the
+// thread that makes it.
+func (t *terminal) setForeground(pgrp int) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var block, old unix.Sigset_t
@@ -45,8 +57,8 @@ func (t *terminal) restore() error {
 		return fmt.Errorf("block SIGTTOU: %w", err)
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	if err := unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, t.pgrp); err != nil {
-		return fmt.Errorf("take the terminal back: %w", err)
+	if err := unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, pgrp); err != nil {
+		return fmt.Errorf("give the terminal to process group %d: %w", pgrp, err)
 	}
 	return nil
 }

@@ -1,0 +1,205 @@
+package supervisor
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/reaper"
+)
+
+// stopWait bounds how long a job-control stop waits for the child's group
+// to stop by itself before the rest of the tree is stopped with SIGSTOP (a
+// process may catch TSTP to restore the terminal first, or ignore it, as an
+// interactive shell does). A variable for tests.
+var stopWait = time.Second
+
+// Job control never breaks exclusion. A stopped withlock renews nothing, so
+// its lock may expire and be taken while it is stopped: nothing of the
+// child's tree may run on meanwhile, and nothing of it may run again before
+// withlock has checked, once continued, that the lock is still its own.
+//
+// suspend does it for a TSTP, TTIN or TTOU sent to withlock (sig) and, with
+// sig 0, for a child that stopped by itself with one of them (Ctrl-Z on the
+// terminal the child holds: the TSTP goes to the child's group, not to
+// withlock). The steps:
+//  1. forward sig to the child's group, so that a program that catches TSTP
+//     (an editor resetting the terminal) can do so;
+//  2. wait, at most stopWait, for that group to stop;
+//  3. SIGSTOP whatever of the tree still runs: a process that ignored the
+//     signal, and every descendant outside the group (a daemon);
+//  4. take the terminal back if withlock gave it away, so the shell that
+//     started withlock gets it and shows the job stopped;
+//  5. stop withlock itself with SIGSTOP (as dumb-init does), and return
+//     once it is continued: resume then checks the lock first.
+//
+// A child stopped by SIGSTOP (a debugger, an operator) is left to whoever
+// stopped it: withlock runs on and keeps renewing.
+func (s *supervision) suspend(sig syscall.Signal) {
+	if s.exited || s.tearing {
+		s.log.Debug().Stringer("signal", sig).Msg("stopping the command already; not suspending")
+		return
+	}
+	if sig != 0 {
+		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
+		s.signalGroup(sig)
+	}
+	if !s.awaitGroupStop() {
+		return // the main child ended instead: the loop drains as usual
+	}
+	stopped := s.stopTree()
+	heldBy := s.takeTerminal()
+	s.log.Info().Str("event", "suspended").Int("pgid", s.pid).Int("stopped", len(stopped)).Msg("command stopped; stopping withlock")
+	if err := StopSelf(); err != nil {
+		s.log.Warn().Err(err).Msg("could not stop withlock; continuing the command")
+	}
+	s.resume(stopped, heldBy)
+}
+
+// followStop runs on SIGCHLD: a main child stopped by TSTP, TTIN or TTOU
+// makes withlock follow it (suspend).
+func (s *supervision) followStop() {
+	if s.exited || s.tearing {
+		return
+	}
+	sig, stopped, err := reaper.StopSignal(s.pid)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("look for a stopped child")
+		return
+	}
+	if stopped && StopsJob(sig) {
+		s.log.Debug().Stringer("signal", sig).Int("pid", s.pid).Msg("command stopped by job control")
+		s.suspend(0)
+	}
+}
+
+// awaitGroupStop waits until no process of the child's group runs, or
+// stopWait passes. It reports false when the main child has ended instead.
+func (s *supervision) awaitGroupStop() bool {
+	deadline := time.Now().Add(stopWait)
+	for {
+		main, running := s.groupState()
+		if main == 'Z' || main == 0 {
+			return false
+		}
+		if !running || !time.Now().Before(deadline) {
+			return true
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// groupState returns the main child's state letter and whether any process
+// of its group is neither stopped nor a zombie.
+func (s *supervision) groupState() (main byte, running bool) {
+	for _, p := range s.descendants() {
+		st := reaper.State(p)
+		if p.Pid == s.pid {
+			main = st
+		}
+		if st == 0 || st == 'T' || st == 't' || st == 'Z' {
+			continue
+		}
+		if pgid, err := unix.Getpgid(p.Pid); err == nil && pgid == s.pid {
+			running = true
+		}
+	}
+	return main, running
+}
+
+// stopTree SIGSTOPs every descendant that still runs and returns them, so
+// that resume continues exactly those (and the group).
+func (s *supervision) stopTree() []reaper.Process {
+	var stopped []reaper.Process
+	for _, p := range s.descendants() {
+		switch reaper.State(p) {
+		case 0, 'T', 't', 'Z':
+			continue
+		}
+		if err := reaper.Signal(p, syscall.SIGSTOP); err != nil {
+			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
+			continue
+		}
+		stopped = append(stopped, p)
+	}
+	return stopped
+}
+
+// resume runs once withlock is continued after suspend. The lock is checked
+// before anything of the tree runs again: lost (and --on-lock-lost kill),
+// the stopped tree is KILLed at once, status 76; else the terminal goes back
+// to the group that had it, when withlock is in the foreground again (`fg`;
+// after `bg` the command runs in the background, and stops again by itself
+// if it reads the terminal), and the tree is continued.
+func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
+	if s.cfg.Verify != nil {
+		if err := s.cfg.Verify(); err != nil {
+			if s.cfg.OnLost == KillOnLost {
+				s.log.Error().Str("event", "lost").Err(err).Int("pgid", s.pid).Msg("lock lost while stopped; killing the command before it runs again")
+				s.cause, s.tearing, s.killAt = LockLost, true, time.Now()
+				s.kill()
+				return
+			}
+			s.log.Warn().Str("event", "lost").Err(err).Msg("lock lost while stopped; the command runs on (--on-lock-lost warn)")
+		}
+	}
+	s.giveTerminal(heldBy)
+	s.log.Info().Str("event", "resumed").Int("pgid", s.pid).Msg("continuing the command")
+	s.signalGroup(syscall.SIGCONT)
+	s.signalTree(stopped, syscall.SIGCONT)
+}
+
+// takeTerminal takes the terminal back for withlock's group when withlock
+// gave it away, and returns the group that held it (0: nothing taken).
+func (s *supervision) takeTerminal() int {
+	if !s.gave {
+		return 0
+	}
+	s.gave = false
+	heldBy, err := s.tty.foreground()
+	if err == nil && heldBy == s.tty.pgrp {
+		return 0
+	}
+	if err := s.tty.setForeground(s.tty.pgrp); err != nil {
+		s.log.Warn().Err(err).Msg("take the terminal back")
+		return 0
+	}
+	return heldBy
+}
+
+// giveTerminal hands the terminal to heldBy (or the child's group) when
+// withlock's group holds it, that is when withlock is in the foreground.
+func (s *supervision) giveTerminal(heldBy int) {
+	if s.tty == nil || !s.tty.ours() {
+		return
+	}
+	if heldBy == 0 {
+		heldBy = s.pid
+	}
+	err := s.tty.setForeground(heldBy)
+	if err != nil && heldBy != s.pid {
+		// The group that had it is gone: the child's own group then.
+		err = s.tty.setForeground(s.pid)
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("give the terminal back")
+		return
+	}
+	s.gave = true
+}
+
+// StopSelf stops withlock with SIGSTOP and returns once it is continued.
+// The signal is sent to the calling thread (tgkill, on a locked thread), so
+// the kernel stops the process on the way out of that very call: when it
+// returns, withlock has been stopped and continued.
+func StopSelf() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP); err != nil {
+		return fmt.Errorf("stop withlock: %w", err)
+	}
+	return nil
+}
