@@ -79,6 +79,9 @@ type eventLock struct {
 	acquired time.Time
 }
 
+// Unwrap is the backend's lock, for the optional methods it may have.
+func (l *eventLock) Unwrap() heldLock { return l.heldLock }
+
 func (l *eventLock) Release() error {
 	err := l.heldLock.Release()
 	if err == nil {

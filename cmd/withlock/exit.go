@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Exit statuses of SPEC §2.
@@ -18,11 +19,14 @@ const (
 )
 
 // exitError carries an exit status out of a command; only main exits.
-// An empty msg prints nothing (the message was logged already, or -q).
+// An empty msg prints nothing (the message was logged already, or -q). A
+// non-zero sig asks main to die of that signal, code being the status if
+// that fails.
 type exitError struct {
 	code int
 	msg  string
 	err  error
+	sig  syscall.Signal
 }
 
 func (e *exitError) Error() string {
@@ -45,6 +49,20 @@ func exitWith(code int, err error) error {
 // silentExit ends with code and prints nothing more.
 func silentExit(code int) error { return &exitError{code: code} }
 
+// signalStatus is the end of a run whose command died of sig, or whose
+// lock wait sig aborted: for SIGINT and SIGQUIT withlock dies of the same
+// signal once everything is cleaned up (SPEC §2), so the shell that
+// started it sees what a Ctrl-C or Ctrl-\ did and stops its loop (bash
+// breaks a loop only for a command killed by SIGINT, not for status 130);
+// for any other signal it exits 128+N.
+func signalStatus(sig syscall.Signal) error {
+	e := &exitError{code: exitSignalsBase + int(sig)}
+	if sig == syscall.SIGINT || sig == syscall.SIGQUIT {
+		e.sig = sig
+	}
+	return e
+}
+
 func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
@@ -57,4 +75,13 @@ func statusOf(err error) (int, string) {
 		return ee.code, ee.msg
 	}
 	return exitUsage, err.Error()
+}
+
+// signalOf is the signal err asks main to die of, or 0.
+func signalOf(err error) syscall.Signal {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.sig
+	}
+	return 0
 }

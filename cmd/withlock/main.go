@@ -4,20 +4,19 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/withlock/withlock/supervisor"
 )
 
 func main() {
-	// A signal mask inherited from whoever started us would be passed on to
-	// the child; start again without one (see supervisor.ResetSignalMask).
-	if err := supervisor.ResetSignalMask(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		fmt.Fprintln(os.Stderr, "withlock: warning:", err)
+	code, sig := run(os.Args)
+	if sig != 0 {
+		dieOf(sig) // returns only if the signal did not end us
 	}
-	os.Exit(Main(os.Args))
+	os.Exit(code)
 }
 
 // subscribeSignals subscribes to the signals the supervisor forwards. A run
@@ -30,9 +29,17 @@ func subscribeSignals() *supervisor.Signals { return supervisor.Notify() }
 // caller of os.Exit's value, so every deferred release inside a command
 // runs before the process ends.
 func Main(args []string) int {
+	code, _ := run(args)
+	return code
+}
+
+// run runs the command line and returns the exit status and the signal,
+// if any, that withlock should die of instead (SIGINT, SIGQUIT: see
+// signalStatus).
+func run(args []string) (int, syscall.Signal) {
 	app := newApp()
 	err := app.Run(reorderArgs(app, args))
-	return report(err)
+	return report(err), signalOf(err)
 }
 
 // report prints err (unless it asks for silence) and returns its status.

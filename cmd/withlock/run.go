@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -128,11 +128,13 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
 		Env:         childEnv(os.Environ(), lock.Env()),
+		ExtraFiles:  treeFiles(lock),
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
 		Signals:     sigs,
 		Lost:        lost,
 		OnLost:      lostPolicy(opts.killOnLost),
+		Verify:      ownershipCheck(lock),
 		KeepOrphans: opts.keepOrphans,
 		// The supervisor's events (lost, signal_forwarded, timeout,
 		// teardown_killed) carry the run id and our pid like ours do.
@@ -141,7 +143,44 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
+	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
+		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
+	}
 	return silentExit(res.Status)
+}
+
+// unwrapped is the backend's own lock under the wrappers of this package
+// (eventLock), where the optional methods below live.
+func unwrapped(lock heldLock) heldLock {
+	for {
+		w, ok := lock.(interface{ Unwrap() heldLock })
+		if !ok {
+			return lock
+		}
+		lock = w.Unwrap()
+	}
+}
+
+// treeFiles is the lock's tree descriptor, when it has one, for the child
+// to inherit as fd 3: the lock is then held as long as any process of the
+// command's tree keeps it open, even after withlock itself died.
+func treeFiles(lock heldLock) []*os.File {
+	if t, ok := unwrapped(lock).(interface{ TreeFile() *os.File }); ok {
+		if f := t.TreeFile(); f != nil {
+			return []*os.File{f}
+		}
+	}
+	return nil
+}
+
+// ownershipCheck is the supervisor's Verify: the lock's renewal, which
+// fails with locks.ErrLost once the lock is no longer ours. A lock that
+// cannot be lost (a scope) has none.
+func ownershipCheck(lock heldLock) func() error {
+	if r, ok := unwrapped(lock).(interface{ Renew() error }); ok {
+		return r.Renew
+	}
+	return nil
 }
 
 func lostPolicy(kill bool) supervisor.LostPolicy {
@@ -157,7 +196,8 @@ type signalled struct{ sig os.Signal }
 func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 
 // acquireInterruptible waits for the lock while watching for signals: one
-// whose default action ends a process aborts the wait.
+// whose default action ends a process aborts the wait, TSTP, TTIN and TTOU
+// stop withlock meanwhile, CONT and WINCH change nothing.
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -170,9 +210,14 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 			case <-done:
 				return
 			case s := <-sigs.C():
-				if supervisor.AbortsWait(s) {
+				switch {
+				case supervisor.AbortsWait(s):
 					cancel(signalled{s})
 					return
+				case supervisor.StopsJob(s):
+					// Stopped like any waiting process (nothing is held
+					// or running yet); the wait goes on once continued.
+					_ = supervisor.StopSelf()
 				}
 			}
 		}
@@ -196,6 +241,9 @@ func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, r
 	var held *locks.HeldError
 	switch {
 	case errors.As(err, &sig):
+		if s, ok := sig.sig.(syscall.Signal); ok {
+			return signalStatus(s) // dies of INT and QUIT
+		}
 		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
 	case errors.As(err, &held):
 		if !c.Bool("quiet") {
@@ -219,23 +267,14 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbe
 	stopHeartbeat()
 	done := make(chan error, 1)
 	go func() { done <- lock.Release() }()
-	// A release usually completes in the turn a yield gives it; only one
-	// that does not pays for the timer. (A run's first timer sets up Go's
-	// poller, three system calls between the child's exit and the removal
-	// of the lock file that the next waiter is watching for.)
-	runtime.Gosched()
+	bound := time.NewTimer(releaseBound)
+	defer bound.Stop()
 	var err error
 	select {
 	case err = <-done:
-	default:
-		bound := time.NewTimer(releaseBound)
-		defer bound.Stop()
-		select {
-		case err = <-done:
-		case <-bound.C:
-			log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
-			return
-		}
+	case <-bound.C:
+		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+		return
 	}
 	if err != nil && !errors.Is(err, locks.ErrLost) {
 		log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
