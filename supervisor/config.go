@@ -20,26 +20,26 @@ const (
 
 // Config is what Run needs to start and supervise one child.
 type Config struct {
-	Argv        []string      // command and arguments; Argv[0] is looked up in the PATH of Env
-	Env         []string      // the child's complete environment; nil means os.Environ()
-	Stdin       *os.File      // nil means os.Stdin
-	Stdout      *os.File      // nil means os.Stdout
-	Stderr      *os.File      // nil means os.Stderr
+	Argv   []string // command and arguments; Argv[0] is looked up in the PATH of Env
+	Env    []string // the child's complete environment; nil means os.Environ()
+	Stdin  *os.File // nil means os.Stdin
+	Stdout *os.File // nil means os.Stdout
+	Stderr *os.File // nil means os.Stderr
 	// ExtraFiles are open files the child gets as descriptors 3, 4, …
 	// (as exec.Cmd.ExtraFiles; a nil entry is closed), and so its whole
 	// tree, unless a process closes them: the lock's tree descriptor.
 	ExtraFiles []*os.File
-	Grace       time.Duration // TERM → KILL grace; 0 kills at once
-	Timeout     time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
-	Signals     *Signals      // subscribed by the caller; nil makes Run subscribe itself
-	Lost        <-chan error  // optional: receives once when the lock is lost
-	OnLost      LostPolicy    // what a value on Lost does
+	Grace      time.Duration // TERM → KILL grace; 0 kills at once
+	Timeout    time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
+	Signals    *Signals      // subscribed by the caller; nil makes Run subscribe itself
+	Lost       <-chan error  // optional: receives once when the lock is lost
+	OnLost     LostPolicy    // what a value on Lost does
 	// Verify, when set, checks that the lock is still held; Run calls it
 	// when withlock is continued (SIGCONT), and after a job-control stop
 	// before any of the child's tree runs again. An error is a lost lock
 	// (OnLost decides; with KillOnLost a stopped tree is KILLed, status 76).
-	Verify func() error
-	KeepOrphans bool          // leave reparented daemons running after the main child ends
+	Verify      func() error
+	KeepOrphans bool // leave reparented daemons running after the main child ends
 	Log         zerolog.Logger
 }
 

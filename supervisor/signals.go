@@ -20,7 +20,7 @@ var Caught = caught
 // queued, never lost.
 //
 // A signal that withlock's parent left ignored is not subscribed where Go
-// kept the inherited SIG_IGN (HUP and INT: `nohup`, `trap '' HUP INT`,
+// kept the inherited SIG_IGN (HUP and INT: `nohup`, `trap ” HUP INT`,
 // `sh -c 'cmd &'`): it stays ignored, so the kernel discards it for
 // withlock, and it stays ignored in the child, as it would for any command
 // run under nohup. (Go installs its own handler over an inherited SIG_IGN

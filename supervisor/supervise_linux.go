@@ -32,8 +32,8 @@ const noCause Reason = -1
 type supervision struct {
 	cfg  Config
 	log  zerolog.Logger
-	self int // our pid: the root of the tree we clean
-	pid  int // the main child, also its process group id
+	self int       // our pid: the root of the tree we clean
+	pid  int       // the main child, also its process group id
 	tty  *terminal // withlock's controlling terminal on the child's stdin, or nil
 	gave bool      // the child's side holds the terminal: withlock gave it
 	chld <-chan os.Signal

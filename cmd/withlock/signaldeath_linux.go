@@ -23,7 +23,7 @@ import (
 func dieOf(sig syscall.Signal) {
 	runtime.LockOSThread()
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-	var dfl [8]uint64 // larger than any struct sigaction; zero is SIG_DFL
+	var dfl [8]uint64    // larger than any struct sigaction; zero is SIG_DFL
 	const sigsetSize = 8 // the kernel's sigset_t: 64 signals
 	if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, sigsetSize, 0, 0); errno != 0 {
 		return
