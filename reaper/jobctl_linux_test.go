@@ -13,6 +13,9 @@ import (
 // reports nothing; and its exit status is still Reap's afterwards.
 func TestStopSignalTakesNothing(t *testing.T) {
 	cmd := exec.Command("sleep", "60")
+	// In a group of its own, whose parent (we) is in another: the kernel
+	// discards TSTP sent to an orphaned group, as ours may be under go test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

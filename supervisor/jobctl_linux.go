@@ -52,9 +52,11 @@ func (s *supervision) suspend(sig syscall.Signal) {
 	}
 	stopped := s.stopTree()
 	heldBy := s.takeTerminal()
-	s.log.Info().Str("event", "suspended").Int("pgid", s.pid).Int("stopped", len(stopped)).Msg("command stopped; stopping withlock")
+	s.log.Info().Str("event", "suspended").Int("pgid", s.pid).Int("stopped_outside_group", len(stopped)).Msg("command stopped; stopping withlock")
 	if err := StopSelf(); err != nil {
 		s.log.Warn().Err(err).Msg("could not stop withlock; continuing the command")
+	} else {
+		s.resumedBy = true
 	}
 	s.resume(stopped, heldBy)
 }
@@ -110,10 +112,11 @@ func (s *supervision) groupState() (main byte, running bool) {
 	return main, running
 }
 
-// stopTree SIGSTOPs every descendant that still runs and returns them, so
-// that resume continues exactly those (and the group).
+// stopTree SIGSTOPs every descendant that still runs and returns those
+// outside the child's group, so that resume continues exactly them (and
+// the group, with one CONT each).
 func (s *supervision) stopTree() []reaper.Process {
-	var stopped []reaper.Process
+	var outside []reaper.Process
 	for _, p := range s.descendants() {
 		switch reaper.State(p) {
 		case 0, 'T', 't', 'Z':
@@ -123,9 +126,11 @@ func (s *supervision) stopTree() []reaper.Process {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}
-		stopped = append(stopped, p)
+		if pgid, err := unix.Getpgid(p.Pid); err != nil || pgid != s.pid {
+			outside = append(outside, p)
+		}
 	}
-	return stopped
+	return outside
 }
 
 // resume runs once withlock is continued after suspend. The lock is checked

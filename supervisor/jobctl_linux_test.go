@@ -180,3 +180,33 @@ func TestExtraFiles(t *testing.T) {
 		t.Errorf("child saw %q, want %q", got, want)
 	}
 }
+
+// TestResumeContinuesOnce: the CONT that resumes a stopped supervisor
+// reaches the child once (resume continues the tree; the CONT notification
+// that follows is not forwarded again). The child catches TSTP (it records
+// it and stays up), so the supervisor stops it with SIGSTOP after stopWait.
+func TestResumeContinuesOnce(t *testing.T) {
+	h, trapFile := trapChild(t)
+	h.signal(t, syscall.SIGTSTP)
+	waitRecorded(t, trapFile, syscall.SIGTSTP)
+	waitState(t, h.cmd.Process.Pid, "T")
+	h.signal(t, syscall.SIGCONT)
+	waitRecorded(t, trapFile, syscall.SIGCONT)
+	// Anything forwarded after the CONT is recorded before USR2, which is
+	// sent only once USR1 is in.
+	h.signal(t, syscall.SIGUSR1)
+	waitRecorded(t, trapFile, syscall.SIGUSR1)
+	h.signal(t, syscall.SIGUSR2)
+	waitRecorded(t, trapFile, syscall.SIGUSR2)
+	conts := 0
+	for _, l := range readLines(trapFile) {
+		if l == fmt.Sprint(int(syscall.SIGCONT)) {
+			conts++
+		}
+	}
+	if conts != 1 {
+		t.Errorf("the child got %d CONTs for one resume, want 1: %v", conts, readLines(trapFile))
+	}
+	h.signal(t, syscall.SIGTERM)
+	h.wait(t)
+}

@@ -49,6 +49,10 @@ type supervision struct {
 	killAt   time.Time // when the grace ends
 	killedAt time.Time // when KILL went out; zero before
 	draining bool      // the main child is gone; leftovers are being cleaned
+	// resumedBy: withlock stopped itself and was continued; the CONT that
+	// did it is still to come through the subscription, and is not
+	// forwarded again (resume continued the tree already).
+	resumedBy bool
 }
 
 func (s *supervision) run(ctx context.Context) Result {
@@ -142,6 +146,9 @@ func (s *supervision) onSignal(sig os.Signal) {
 		s.onStop(ss)
 	case StopsJob(ss):
 		s.suspend(ss)
+	case ss == syscall.SIGCONT && s.resumedBy:
+		s.resumedBy = false
+		s.log.Debug().Msg("the CONT that resumed withlock; the command is continued already")
 	default:
 		// WINCH and CONT arrive in bursts (a resized terminal): debug only.
 		ev := s.log.Info()
