@@ -1,15 +1,14 @@
 package reaper
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // StopSignal reports whether pid, a child of this process, is stopped, and
@@ -64,17 +63,9 @@ func childStatus(info *unix.Siginfo) int32 {
 // when p is gone or its pid now names another process (a different start
 // time).
 func State(p Process) byte {
-	b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(p.Pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	now, err := parseStat(p.Pid, b)
+	now, err := proc.Read(p.Pid)
 	if err != nil || now.StartTime != p.StartTime {
 		return 0
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
+	return now.State
 }
