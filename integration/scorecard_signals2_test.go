@@ -221,7 +221,7 @@ func childStatus(t *testing.T, wrap ...string) string {
 }
 
 // TestScorecardInheritedIgnores: under nohup the command keeps HUP ignored,
-// under `trap ” HUP INT` both (SigIgn of the command itself).
+// under `trap "" HUP INT` both (SigIgn of the command itself).
 func TestScorecardInheritedIgnores(t *testing.T) {
 	if ign := sigField(t, childStatus(t, "nohup"), "SigIgn"); !has(ign, syscall.SIGHUP) {
 		t.Errorf("nohup withlock run … : the command's SigIgn %016x lacks HUP", ign)

@@ -15,14 +15,14 @@ var (
 	// on every start (30 more of them), an unsubscribed one is discarded by
 	// the runtime, and 32–34, the C libraries' own, stay at their default
 	// in a Go program whatever it asks.
-	caught = []os.Signal{
+	caught = append([]os.Signal{
 		syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL,
 		syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE,
 		syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
-		syscall.SIGALRM, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGCONT,
+		syscall.SIGALRM, syscall.SIGTERM, syscall.SIGCONT,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
 		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO,
 		syscall.SIGPWR, syscall.SIGSYS,
-	}
+	}, stackFault...)
 	childChanged = []os.Signal{syscall.SIGCHLD}
 )

@@ -49,7 +49,7 @@ func childSigIgn(t *testing.T, wrap []string) (uint64, []int) {
 }
 
 // TestParentIgnoredSignalsAreInherited: withlock started with INT and HUP
-// ignored (nohup, `trap ” HUP INT`, `sh -c 'cmd &'`) starts its child with
+// ignored (nohup, `trap "" HUP INT`, `sh -c 'cmd &'`) starts its child with
 // them ignored too, as flock and tini do: logging out does not kill a
 // command started under nohup.
 func TestParentIgnoredSignalsAreInherited(t *testing.T) {

@@ -20,10 +20,10 @@ var Caught = caught
 // queued, never lost.
 //
 // A signal that withlock's parent left ignored is not subscribed where Go
-// kept the inherited SIG_IGN (HUP and INT: `nohup`, `trap ” HUP INT`,
-// `sh -c 'cmd &'`): it stays ignored, so the kernel discards it for
-// withlock, and it stays ignored in the child, as it would for any command
-// run under nohup. (Go installs its own handler over an inherited SIG_IGN
+// kept the inherited SIG_IGN (HUP and INT: `nohup`, `trap "" HUP INT`,
+// `sh -c 'cmd &'`; and CONT, TSTP, TTIN, TTOU, which Go leaves alone until
+// asked): it stays ignored, so the kernel discards it for withlock, and it
+// stays ignored in the child, as it would for any command run under nohup. (Go installs its own handler over an inherited SIG_IGN
 // of any other signal before withlock's code runs; the child then starts
 // with that signal at its default.)
 type Signals struct {

@@ -122,12 +122,15 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	if named, ok := lock.(interface{ Name() string }); ok {
 		id = named.Name() // a scope's name is known once it is registered
 	}
+	// The child's environment is read before the heartbeat starts: a
+	// renewal rewrites the lock's payload.
+	env := childEnv(os.Environ(), lock.Env())
 	lost, stopHeartbeat := lock.Heartbeat()
 	defer releaseBounded(log, id, lock, stopHeartbeat)
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
-		Env:         childEnv(os.Environ(), lock.Env()),
+		Env:         env,
 		ExtraFiles:  treeFiles(lock),
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
