@@ -1,11 +1,16 @@
 package integration
 
 // Scorecard row "lock lost" and its negative control: holder A is stopped
-// (SIGSTOP) past its TTL, B reclaims the expired lock and starts, A resumes.
-// A must find out at its next renewal, kill its child and exit 76, and
-// B's lock must survive A; the fencing token must have grown. With the
-// withlock_broken_lockid build (renew/release skip the lock_id check) the
-// same scenario must end with B's lock overwritten or removed by A.
+// (SIGSTOP) past its TTL. Its command's tree (A itself, stopped, and its
+// child) still holds A's tree file, so the expired lock is NOT reclaimed:
+// a run meanwhile gets 75 (SPEC §3: the lock lives as long as the tree;
+// before issue 15 this run took the lock beside A's child). The lock is
+// then lost the way an operator takes it, `withlock break --force`, and B
+// starts; A resumes. A must find out at its next renewal, kill its child
+// and exit 76, and B's lock must survive A; the fencing token must have
+// grown. With the withlock_broken_lockid build (renew/release skip the
+// lock_id check) the same scenario must end with B's lock overwritten or
+// removed by A.
 
 import (
 	"errors"
@@ -37,6 +42,7 @@ sleep 60 & wait
 type lockLostOutcome struct {
 	aCode, aToken, bToken int
 	aEndedByItself        bool // A exited without being asked (USR1)
+	refusedWhileStopped   bool // a run while A was stopped past its TTL exited 75
 	aChildAlive           bool // A's child still alive after A ended
 	bLockIntact           bool // after A ended, the lock file still carried B's lock id
 	bLockID, seenLockID   string
@@ -46,6 +52,9 @@ func TestScorecardLockLost(t *testing.T) {
 	o := runLockLost(t, binary(t))
 	if !o.aEndedByItself || o.aCode != 76 {
 		t.Errorf("old holder: ended by itself %v, exit %d; want it to notice the lost lock and exit 76", o.aEndedByItself, o.aCode)
+	}
+	if !o.refusedWhileStopped {
+		t.Error("a run while the holder was stopped past its TTL was not refused with 75: two holders")
 	}
 	if o.aChildAlive {
 		t.Error("old holder's child still alive after the holder exited: want it killed")
@@ -93,6 +102,14 @@ func runLockLost(t *testing.T, bin string) lockLostOutcome {
 		p, err := readLock(dir, runID)
 		return err == nil && time.Unix(0, int64(p.ExpiresAt*1e9)).Before(time.Now())
 	}, "A's lock to expire while A is stopped")
+	refused, err := execWithlock(bin, env, defaultDeadline, "run", "--dir", dir, runID, "--", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broke, err := execWithlock(bin, env, defaultDeadline, "break", "--force", "--dir", dir, runID)
+	if err != nil || broke.code != 0 {
+		t.Fatalf("break --force of the stopped holder's lock: exit %d (%v)\n%s", broke.code, err, broke.stderr)
+	}
 	b := startProc(bin, env, "run", "--dir", dir, "--ttl", "30s", "--grace", "2s", runID, "--", "sh", "-c", lockLostHolder, "sh", filepath.Join(work, "b"))
 	t.Cleanup(func() { stopProc(b) })
 	if !waitForFile(filepath.Join(work, "b.token"), 10*time.Second, b.ended) {
@@ -100,9 +117,10 @@ func runLockLost(t *testing.T, bin string) lockLostOutcome {
 		t.Fatalf("holder B did not take the expired lock: exit %d\nstderr: %s", o.code, o.stderr)
 	}
 	out := lockLostOutcome{
-		aToken:  readInt(t, filepath.Join(work, "a.token")),
-		bToken:  readInt(t, filepath.Join(work, "b.token")),
-		bLockID: readTrimmed(t, filepath.Join(work, "b.lockid")),
+		refusedWhileStopped: refused.code == 75,
+		aToken:              readInt(t, filepath.Join(work, "a.token")),
+		bToken:              readInt(t, filepath.Join(work, "b.token")),
+		bLockID:             readTrimmed(t, filepath.Join(work, "b.lockid")),
 	}
 	aLockID := readTrimmed(t, filepath.Join(work, "a.lockid"))
 	aChild := readInt(t, filepath.Join(work, "a.pid"))

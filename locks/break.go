@@ -24,6 +24,8 @@ type LiveHolderError struct {
 func (e *LiveHolderError) Error() string {
 	where := "alive on this host"
 	switch {
+	case e.Holder.Orphaned:
+		return fmt.Sprintf("run %q is held by %s", e.RunID, e.Holder.Describe(e.At))
 	case e.Holder.Torn:
 		where = "too fresh to call corrupt"
 	case e.Liveness != HolderAlive:
@@ -89,14 +91,19 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 		return r.breakUnreadable(lockPath)
 	}
 	now := r.now()
-	h := r.holder(lockPath, v)
-	reason := Judge(v, now, r.self, r.live)
+	verdict := r.judge(v)
+	h := r.holder(lockPath, v, verdict)
+	reason := verdict.Reason
 	if reason == NotStale && !force {
+		h.FindPids()
 		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: now}
 	}
 	dst, err := r.moveLockAside(lockPath, v.ino)
 	if err != nil {
 		return nil, err
+	}
+	if v.parseErr == nil && v.payload.Tree && r.probe(treePath(lockPath, v.payload.LockID)) == TreeEnded {
+		r.removeTree(lockPath, v.payload.LockID)
 	}
 	r.Log.Info().Str("event", "broken").Str("run_id", runID).Str("reason", string(reason)).
 		Bool("forced", reason == NotStale).Int("holder_pid", v.payload.Pid).
@@ -149,6 +156,26 @@ func (r *RunLocker) moveLockAside(lockPath string, ino uint64) (string, error) {
 		return dst, nil
 	}
 	return "", fmt.Errorf("move %s aside: too many stale files for one second", lockPath)
+}
+
+// AwaitTreeEnd waits until nothing holds the tree file of h (an orphaned
+// holder found by Break) any more, or ctx ends (its cause is returned). It
+// blocks on the tree file's flock, so it wakes the moment the last process
+// of the tree exits.
+func (r *RunLocker) AwaitTreeEnd(ctx context.Context, h *Holder) error {
+	if h.TreeFile == "" {
+		return nil
+	}
+	ended := awaitTreeEnd(h.TreeFile)
+	if ended == nil {
+		return nil // gone, or not ours to open: nothing to wait on
+	}
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // AwaitRelease waits until the lock file of runID no longer carries lockID

@@ -3,6 +3,7 @@ package locks
 import (
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"time"
 )
 
@@ -34,7 +35,7 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 			continue
 		}
 		if !dryRun {
-			err := r.fsys().Remove(l.Path)
+			err := r.removeLeftover(l)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed by someone else (another gc): not ours to report
 			}
@@ -48,8 +49,28 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 	return removed, errors.Join(errs...)
 }
 
+// removeLeftover removes one leftover. A tree file is removed under its run
+// id's guard, and only if the lock file does not name it by then: between
+// its creation and the link of its lock file an acquirer holds the guard.
+func (r *RunLocker) removeLeftover(l Leftover) error {
+	if l.Kind != LeftoverTree || l.Key == "" {
+		return r.fsys().Remove(l.Path)
+	}
+	g, err := lockGuard(r.fsys(), filepath.Join(r.Dir, l.Key+".guard"), r.guardBound())
+	if err != nil {
+		return err
+	}
+	defer unlockGuard(g)
+	lockPath := filepath.Join(r.Dir, l.Key+".lock")
+	if v, err := r.read(lockPath); err == nil && v.parseErr == nil && v.payload.Tree &&
+		treePath(lockPath, v.payload.LockID) == l.Path {
+		return fs.ErrNotExist // it is a lock's now: not ours to report
+	}
+	return r.fsys().Remove(l.Path)
+}
+
 func oldEnough(l Leftover, olderThan time.Duration, now time.Time) bool {
-	if l.Kind == LeftoverTemp {
+	if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
 		olderThan = max(olderThan, MinTempAge)
 	}
 	return l.Age(now) >= olderThan

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,14 @@ type LockInfo struct {
 	Payload     Payload // zero when the file did not parse
 	ModTime     time.Time
 	Err         error // why the file is unreadable, torn or corrupt
+	// Tree is what the probe of the holder's tree file found (TreeNone
+	// when it has none on this host or it was not probed).
+	Tree TreeState
+	// Orphaned: held, "holder dead, command still running"; Pids are the
+	// processes of the tree that still run, when PidsKnown.
+	Orphaned  bool
+	Pids      []int
+	PidsKnown bool
 }
 
 // LeftoverKind says what a file waiting for gc is.
@@ -57,6 +66,7 @@ type LeftoverKind string
 const (
 	LeftoverStale LeftoverKind = "stale" // a lock moved aside: <key>.lock.stale.<unix-ts>[.n]
 	LeftoverTemp  LeftoverKind = "temp"  // a temp file a writer left: *.tmp.*
+	LeftoverTree  LeftoverKind = "tree"  // a tree file no lock names: <key>.tree.<lock_id>
 )
 
 // Leftover is a file that `withlock gc` removes once it is old enough.
@@ -114,7 +124,82 @@ func (r *RunLocker) Inspect() (*DirReport, error) {
 			rep.Leftovers = append(rep.Leftovers, r.inspectLeftover(path, kind))
 		}
 	}
+	rep.dropLiveTrees()
 	return rep, nil
+}
+
+// dropLiveTrees removes from Leftovers the tree files that a lock names:
+// they are that lock's, not garbage.
+func (rep *DirReport) dropLiveTrees() {
+	live := make(map[string]bool)
+	for _, l := range rep.Locks {
+		if l.Payload.Tree {
+			live[treePath(l.Path, l.Payload.LockID)] = true
+		}
+	}
+	rep.Leftovers = slices.DeleteFunc(rep.Leftovers, func(l Leftover) bool { return live[l.Path] })
+}
+
+// InspectRuns is Inspect for the named run ids only: it reads their lock
+// files and lists the directory's names for their leftovers, without
+// opening any other file (a directory of 10,000 locks costs one listing).
+// A run id without a lock file is not in Locks.
+func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
+	rep := &DirReport{Dir: r.Dir}
+	fi, err := r.fsys().Lstat(r.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		rep.Missing = true
+		return rep, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDir(r.Dir, fi); err != nil {
+		return nil, err
+	}
+	now := r.now()
+	keys := make(map[string]bool, len(runIDs))
+	for _, id := range runIDs {
+		key := Key(id)
+		if keys[key] {
+			continue
+		}
+		keys[key] = true
+		path := r.LockPath(id)
+		if _, err := r.fsys().Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
+	}
+	names, err := listNames(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if len(name) < 65 || !keys[name[:64]] {
+			continue
+		}
+		if kind, ok := leftoverKind(name); ok {
+			rep.Leftovers = append(rep.Leftovers, r.inspectLeftover(filepath.Join(r.Dir, name), kind))
+		}
+	}
+	rep.dropLiveTrees()
+	return rep, nil
+}
+
+// listNames lists dir's entry names in order, without a stat of each.
+func listNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // readLockDir checks the directory as the run lock does (no symlink, not
@@ -144,7 +229,16 @@ func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
 		return info
 	}
 	info.ModTime, info.Payload = v.modTime, v.payload
-	info.StaleReason = Judge(v, now, r.self, r.live)
+	verdict := Judge(v, now, r.self, r.live, r.probe)
+	info.StaleReason, info.Tree = verdict.Reason, verdict.Tree
+	if v.parseErr == nil && v.payload.Tree && sameKernel(v.payload, r.self) && info.Tree == TreeNone {
+		info.Tree = TreeRunning // an alive holder holds its own tree file
+	}
+	if verdict.Orphaned {
+		h := r.holder(path, v, verdict)
+		h.FindPids()
+		info.Orphaned, info.Pids, info.PidsKnown = true, h.Pids, h.PidsKnown
+	}
 	switch {
 	case v.parseErr != nil && info.StaleReason == NotStale:
 		info.State, info.Err = StateTorn, v.parseErr
@@ -189,6 +283,8 @@ func leftoverKind(name string) (LeftoverKind, bool) {
 		return LeftoverStale, true
 	case strings.Contains(name, ".tmp."):
 		return LeftoverTemp, true
+	case strings.Contains(name, treeSuffix):
+		return LeftoverTree, true
 	}
 	return "", false
 }

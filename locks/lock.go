@@ -26,13 +26,20 @@ type Lock struct {
 	written []byte // the lock file's bytes as we last wrote them
 	serial  int
 	hold    *os.File // the hold's flock (hold.go), let go after the file
+	tree    *os.File // the tree file (tree.go); nil without one
 }
 
+// TreeFile is the descriptor of this acquisition's tree file, or nil. It
+// is inheritable already: every process withlock starts holds it, and
+// with it the lock, until that process ends or closes it. Release unlinks
+// the file, so processes left running after a release hold nothing.
+func (l *Lock) TreeFile() *os.File { return l.tree }
+
 // LockID is the random token of this acquisition.
-func (l *Lock) LockID() string { return l.payload.LockID }
+func (l *Lock) LockID() string { return l.Payload().LockID }
 
 // FencingToken grows with every acquisition of the run id.
-func (l *Lock) FencingToken() uint64 { return l.payload.FencingToken }
+func (l *Lock) FencingToken() uint64 { return l.Payload().FencingToken }
 
 // Payload is what was last written to the lock file.
 func (l *Lock) Payload() Payload {
@@ -42,12 +49,14 @@ func (l *Lock) Payload() Payload {
 }
 
 // Env is what the child is told about the lock it runs under.
+// It may be called while the heartbeat renews the lock.
 func (l *Lock) Env() []string {
+	p := l.Payload()
 	return []string{
 		"WITHLOCK_RUN_ID=" + l.RunID,
-		"WITHLOCK_LOCK_ID=" + l.payload.LockID,
+		"WITHLOCK_LOCK_ID=" + p.LockID,
 		"WITHLOCK_LOCK_FILE=" + l.Path,
-		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatUint(l.payload.FencingToken, 10),
+		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatUint(p.FencingToken, 10),
 	}
 }
 
@@ -133,12 +142,24 @@ func (l *Lock) Release() error {
 			return err
 		}
 		l.r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
+		if l.tree != nil {
+			l.r.removeTree(l.Path, l.payload.LockID)
+		}
 		return nil
 	})
 	l.mu.Lock()
 	if l.hold != nil {
 		l.hold.Close()
 		l.hold = nil
+	}
+	if l.tree != nil {
+		if err != nil {
+			// Lost: the lock file is someone else's now, but the tree file
+			// is this acquisition's alone.
+			l.r.removeTree(l.Path, l.payload.LockID)
+		}
+		l.tree.Close()
+		l.tree = nil
 	}
 	l.mu.Unlock()
 	return err

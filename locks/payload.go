@@ -33,6 +33,10 @@ type Payload struct {
 	// until it has removed this file, so waiters on its host queue there
 	// (see hold.go).
 	Hold bool `json:"hold,omitempty"`
+	// Tree: the holder keeps flock(LOCK_EX) on <key>.tree.<lock_id>, a
+	// descriptor its command's whole process tree inherits (tree.go). On
+	// this host and boot the lock is held while anything holds that flock.
+	Tree bool `json:"tree,omitempty"`
 }
 
 var errBadPayload = errors.New("bad lock payload")

@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"github.com/rs/zerolog"
+
+	"github.com/withlock/withlock/internal/testbuild"
 )
 
 // DefaultGuardBound is how long one state transition waits for the guard.
@@ -42,6 +44,13 @@ type RunLocker struct {
 	self Identity
 	now  func() time.Time
 	live func(pid int, start uint64) Liveness
+	// probe looks at a tree file (probeTree; tests replace it).
+	probe func(path string) TreeState
+}
+
+// judge applies the stale rules to one read of a lock file.
+func (r *RunLocker) judge(v lockView) Verdict {
+	return Judge(v, r.now(), r.self, r.live, r.probe)
 }
 
 // lockGuard serialises one state transition of runID (see guard_linux.go).
@@ -64,12 +73,13 @@ func NewRunLocker(dir string, ttl time.Duration) (*RunLocker, error) {
 		return nil, fmt.Errorf("identify this process: %w", err)
 	}
 	return &RunLocker{
-		Dir:  dir,
-		TTL:  ttl,
-		Log:  zerolog.Nop(),
-		self: self,
-		now:  time.Now,
-		live: ProcessLiveness,
+		Dir:   dir,
+		TTL:   ttl,
+		Log:   zerolog.Nop(),
+		self:  self,
+		now:   time.Now,
+		live:  ProcessLiveness,
+		probe: probeTree,
 	}, nil
 }
 
@@ -117,6 +127,26 @@ type Holder struct {
 	RecheckAt time.Time
 	// Local: the holder's pid is on this host, boot and pid namespace.
 	Local bool
+	// TreeFile is the holder's tree file when it has one on this host and
+	// boot (tree.go); "" otherwise.
+	TreeFile string
+	// Orphaned: "holder dead, command still running" — the holder is gone
+	// but its command's tree still holds the tree file's flock.
+	Orphaned bool
+	// Pids are the processes of an orphaned tree that still run, as far
+	// as /proc shows them (FindPids); PidsKnown is false when it could not.
+	Pids      []int
+	PidsKnown bool
+}
+
+// OrphanedText is how status and conflicts name an orphaned holder.
+const OrphanedText = "holder dead, command still running"
+
+// FindPids fills Pids for an orphaned holder, from /proc.
+func (h *Holder) FindPids() {
+	if h.Orphaned && h.TreeFile != "" {
+		h.Pids, h.PidsKnown = treePids(h.TreeFile)
+	}
 }
 
 // Describe says, in one phrase, who holds the lock.
@@ -125,6 +155,10 @@ func (h *Holder) Describe(now time.Time) string {
 		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
 	}
 	var b strings.Builder
+	if h.Orphaned {
+		fmt.Fprintf(&b, "pid %d's command (%s: %s)", h.Pid, OrphanedText, h.pidList())
+		return b.String()
+	}
 	fmt.Fprintf(&b, "pid %d", h.Pid)
 	if h.Host != "" {
 		fmt.Fprintf(&b, " on %s", h.Host)
@@ -151,6 +185,23 @@ func OneLine(s string) string {
 	}, s)
 }
 
+// pidList names the surviving pids of an orphaned tree.
+func (h *Holder) pidList() string {
+	if !h.PidsKnown {
+		return "pids unknown"
+	}
+	if len(h.Pids) == 0 {
+		return "no pids found"
+	}
+	var b strings.Builder
+	b.WriteString("pids")
+	for _, pid := range h.Pids {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(pid))
+	}
+	return b.String()
+}
+
 func age(now, t time.Time) string {
 	d := now.Sub(t)
 	if d < 0 {
@@ -171,6 +222,9 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
+	if e.Holder.Orphaned {
+		return fmt.Sprintf("run %q is held by %s", e.RunID, e.Holder.Describe(e.At))
+	}
 	return fmt.Sprintf("run %q is locked by %s", e.RunID, e.Holder.Describe(e.At))
 }
 
@@ -197,8 +251,10 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	// only ever replaced whole, so one read is a consistent view, and the
 	// waiters one release wakes would otherwise queue on the guard in front
 	// of the one that takes the lock next.
-	if v, err := r.read(lockPath); err == nil && Judge(v, r.now(), r.self, r.live) == NotStale {
-		return nil, r.holder(lockPath, v), nil
+	if v, err := r.read(lockPath); err == nil {
+		if verdict := r.judge(v); verdict.Held() {
+			return nil, r.holder(lockPath, v, verdict), nil
+		}
 	}
 	g, err := r.lockGuard(runID)
 	if err != nil {
@@ -213,12 +269,12 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	case err != nil:
 		return nil, nil, err
 	default:
-		reason := Judge(v, r.now(), r.self, r.live)
-		if reason == NotStale {
-			return nil, r.holder(lockPath, v), nil
+		verdict := r.judge(v)
+		if verdict.Held() {
+			return nil, r.holder(lockPath, v, verdict), nil
 		}
 		r.at("reclaim:judged")
-		moved, err := r.ReclaimStale(lockPath, v, reason)
+		moved, err := r.ReclaimStale(lockPath, v, verdict.Reason)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -228,7 +284,10 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 			if err != nil {
 				return nil, nil, err
 			}
-			return nil, r.holder(lockPath, v), nil
+			return nil, r.holder(lockPath, v, r.judge(v)), nil
+		}
+		if verdict.Tree == TreeEnded {
+			r.removeTree(lockPath, v.payload.LockID)
 		}
 		seen = v.payload.FencingToken
 	}
@@ -241,21 +300,39 @@ func (r *RunLocker) read(path string) (lockView, error) {
 	if err != nil {
 		return lockView{}, err
 	}
-	v := lockView{modTime: fi.ModTime(), ino: inode(fi)}
+	v := lockView{path: path, modTime: fi.ModTime(), ino: inode(fi)}
 	v.payload, v.parseErr = ParsePayload(data)
 	return v, nil
 }
 
-func (r *RunLocker) holder(path string, v lockView) *Holder {
+func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
 	if v.parseErr != nil {
 		h.Torn = true
 		h.RecheckAt = v.modTime.Add(TornGrace)
 		return h
 	}
-	h.RecheckAt = v.payload.Expires()
 	h.Local = sameKernelView(v.payload, r.self)
+	h.Orphaned = verdict.Orphaned
+	if v.payload.Tree && sameKernel(v.payload, r.self) {
+		h.TreeFile = treePath(path, v.payload.LockID)
+	}
+	h.RecheckAt = v.payload.Expires()
+	if h.TreeFile != "" && (verdict.Tree == TreeRunning || h.Local) {
+		// Held while its tree runs, whatever the TTL: its expiry frees
+		// nothing (see Judge).
+		h.RecheckAt = time.Time{}
+	}
 	return h
+}
+
+// removeTree removes the tree file of a lock that was moved aside once its
+// tree ended. A file left behind is gc's.
+func (r *RunLocker) removeTree(lockPath, lockID string) {
+	path := treePath(lockPath, lockID)
+	if err := r.fsys().Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.Log.Warn().Err(err).Str("tree_file", path).Msg("tree file left for gc")
+	}
 }
 
 // ReclaimStale moves a stale lock file aside to <lock>.stale.<unix-seconds>,
@@ -309,16 +386,32 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 	} else {
 		fence.Close()
 	}
-	// Whatever fails from here on lets the hold go: the lock was not taken.
+	// The tree file (tree.go), locked before any payload names it. Where
+	// it cannot be made (no flock, no descriptor to spare) the lock goes
+	// on without it, judged by its pid and TTL alone.
+	lockID := randomID()
+	var tree *os.File
+	if !r.knobs().noTree && !testbuild.NoTree {
+		tree, err = createTree(treePath(lockPath, lockID))
+		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")
+		}
+	}
+	// Whatever fails from here on lets the hold and the tree go: the lock
+	// was not taken.
 	failed := func() {
 		if ownHold {
 			holdFile.Close()
+		}
+		if tree != nil {
+			r.removeTree(lockPath, lockID)
+			tree.Close()
 		}
 	}
 	now := r.now()
 	p := Payload{
 		RunID:        runID,
-		LockID:       randomID(),
+		LockID:       lockID,
 		Pid:          r.self.Pid,
 		CreatedAt:    epochSeconds(now),
 		ExpiresAt:    epochSeconds(now.Add(r.TTL)),
@@ -329,6 +422,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		Command:      truncate(r.Command, maxCommandLen),
 		FencingToken: token,
 		Hold:         ownHold || granted,
+		Tree:         tree != nil,
 	}
 	enc, err := p.Encode()
 	if err != nil {
@@ -362,7 +456,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		if err != nil {
 			return nil, nil, err
 		}
-		return nil, r.holder(lockPath, v), nil
+		return nil, r.holder(lockPath, v, r.judge(v)), nil
 	}
 	if linkErr != nil {
 		failed()
@@ -372,7 +466,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 	if !ownHold {
 		holdFile = hold.take()
 	}
-	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc, hold: holdFile}, nil, nil
+	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
@@ -457,6 +551,12 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		}
 		hold.abandon()
 	}()
+	// A holder's tree that runs on without it (or in another pid
+	// namespace) is waited for on its tree file's flock: the last process
+	// of the tree exiting wakes us.
+	var treeEnded <-chan struct{}
+	treeFor := ""
+	graced := false
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
 	for {
@@ -486,7 +586,24 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			continue
 		}
 		faults = 0
+		if holder.Orphaned && !graced {
+			// The holder just died, most likely: its direct child's
+			// parent-death signal is in flight and the tree may be
+			// ending. Give it orphanGrace before calling it a conflict.
+			graced = true
+			if ended := awaitTreeEnd(holder.TreeFile); ended != nil {
+				t := time.NewTimer(orphanGrace)
+				select {
+				case <-ended:
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
+			continue
+		}
 		if left <= 0 {
+			holder.FindPids()
 			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
 		}
 		if holder.Hold && holder.Local && !hold.isGranted() {
@@ -525,7 +642,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			r.OnWait(holder, now.Sub(start))
 		}
 		pid := 0
-		if holder.Local {
+		if holder.Local && !holder.Orphaned {
 			pid = holder.Pid
 		}
 		// Still queued for the hold (a holder without it, or one we saw
@@ -534,9 +651,27 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		if hold.pending() {
 			granted = hold.grantedChan()
 		}
+		if holder.TreeFile != "" && (holder.Orphaned || !holder.Local) {
+			select {
+			case <-treeEnded:
+				treeFor = "" // ended once already: a new wait for a new look
+			default:
+			}
+			if treeFor != holder.TreeFile {
+				treeFor, treeEnded = holder.TreeFile, awaitTreeEnd(holder.TreeFile)
+			}
+			granted = treeEnded
+		}
 		w.Wait(timeout, pid, granted)
 	}
 }
+
+// orphanGrace is how long an acquirer that finds a dead holder's tree
+// still running waits for it to end before it reports a conflict: the
+// direct child gets a parent-death signal when the holder dies, and its
+// exit (and its descendants' when they were in the group being killed)
+// takes a moment. Trees that outlive it hold the lock.
+const orphanGrace = 250 * time.Millisecond
 
 // defaultHoldPoll is how often a waiter queued for the hold looks at the
 // lock file anyway (±25%): a lock file removed by hand or broken while its
@@ -555,6 +690,9 @@ func (r *RunLocker) holdPollEvery() time.Duration {
 // recheckBy shortens timeout to end just after the holder's lock may have
 // turned stale by itself.
 func recheckBy(holder *Holder, now time.Time, timeout time.Duration) time.Duration {
+	if holder.RecheckAt.IsZero() {
+		return timeout // held while its tree runs: it turns stale only when that ends
+	}
 	if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
 		return min(timeout, until)
 	}

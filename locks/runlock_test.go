@@ -265,13 +265,101 @@ func TestStaleRules(t *testing.T) {
 		{"torn and fresh", lockView{parseErr: errBadPayload, modTime: now.Add(-time.Second)}, Dead, NotStale},
 		{"torn and old", lockView{parseErr: errBadPayload, modTime: now.Add(-3 * time.Second)}, Dead, StaleCorrupt},
 	}
+	noProbe := func(string) TreeState { t.Fatal("probed a payload without a tree"); return TreeUnknown }
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Judge(tc.v, now, self, func(int, uint64) Liveness { return tc.live })
-			if got != tc.want {
-				t.Fatalf("Judge = %q, want %q", got, tc.want)
+			got := Judge(tc.v, now, self, func(int, uint64) Liveness { return tc.live }, noProbe)
+			if got.Reason != tc.want || got.Orphaned {
+				t.Fatalf("Judge = %+v, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStaleRulesTree is the judge of a payload with a tree file, in every
+// combination: what the probe finds (running, ended, unknown) × the pid
+// (alive, dead, reused) × expired or not × where the holder is (this pid
+// namespace; another namespace on this kernel; another host).
+func TestStaleRulesTree(t *testing.T) {
+	self, err := SelfIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	type where int
+	const (
+		local where = iota
+		otherNS
+		otherHost
+	)
+	whereName := []string{"local", "other pid ns", "other host"}
+	payload := func(w where, expired bool) Payload {
+		p := Payload{LockID: "x", Pid: 10, PidStart: 5, ExpiresAt: epochSeconds(now.Add(time.Hour)),
+			Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, Tree: true}
+		if expired {
+			p.ExpiresAt = epochSeconds(now.Add(-time.Second))
+		}
+		switch w {
+		case otherNS:
+			p.PidNS = self.PidNS + 1
+		case otherHost:
+			p.Host = "elsewhere"
+		}
+		return p
+	}
+	// want gives the expected verdict: held (NotStale) or a reason, and
+	// whether the holder is orphaned.
+	want := func(tree TreeState, live Liveness, expired bool, w where) (StaleReason, bool) {
+		if w == local && live == Alive {
+			return NotStale, false // holds its own tree; never probed, never expired
+		}
+		if w == otherHost || tree == TreeUnknown {
+			// Today's rules: TTL, and the pid where it can be judged.
+			switch {
+			case expired:
+				return StaleExpired, false
+			case w == local && live == Dead:
+				return StaleDead, false
+			case w == local && live == Reused:
+				return StaleReused, false
+			}
+			return NotStale, false
+		}
+		if tree == TreeRunning {
+			return NotStale, w == local // the pid is known dead only in our namespace
+		}
+		switch {
+		case w != local:
+			return StaleTreeEnded, false
+		case live == Dead:
+			return StaleDead, false
+		}
+		return StaleReused, false
+	}
+	for _, tree := range []TreeState{TreeRunning, TreeEnded, TreeUnknown} {
+		for _, live := range []Liveness{Alive, Dead, Reused} {
+			for _, expired := range []bool{false, true} {
+				for _, w := range []where{local, otherNS, otherHost} {
+					name := fmt.Sprintf("tree %v, pid %v, expired %v, %s", tree, live, expired, whereName[w])
+					t.Run(name, func(t *testing.T) {
+						v := lockView{path: "/d/k.lock", payload: payload(w, expired)}
+						probed := ""
+						probe := func(path string) TreeState { probed = path; return tree }
+						got := Judge(v, now, self, func(int, uint64) Liveness { return live }, probe)
+						reason, orphaned := want(tree, live, expired, w)
+						if got.Reason != reason || got.Orphaned != orphaned {
+							t.Fatalf("Judge = %+v, want reason %q orphaned %v", got, reason, orphaned)
+						}
+						if probed != "" && probed != "/d/k.tree.x" {
+							t.Fatalf("probed %s, want /d/k.tree.x", probed)
+						}
+						if w == otherHost && probed != "" {
+							t.Fatal("probed the tree file of another host's holder")
+						}
+					})
+				}
+			}
+		}
 	}
 }
 
@@ -398,7 +486,7 @@ func TestFencingTokenGrows(t *testing.T) {
 	l := mustAcquire(t, r, "job")
 	os.Remove(r.fencePath("job"))
 	p := readPayload(t, l.Path)
-	p.ExpiresAt = 1
+	p.ExpiresAt, p.Tree = 1, false // judged by its TTL alone (see expire)
 	writeLockFile(t, l.Path, p, time.Time{})
 	l2 := mustAcquire(t, r, "job")
 	if l2.FencingToken() <= l.FencingToken() {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -78,8 +79,15 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 			if err := l.Release(); err != nil {
 				t.Fatal(err)
 			}
-			if removed := drainInotify(t, ino); len(removed) != 1 || removed[0] != filepath.Base(l.Path) {
-				t.Fatalf("release removed %v, want just the lock file", removed)
+			// The tree file goes too; waiters watch for the lock file's
+			// name only (waker.relevant), so it wakes none of them.
+			tree := treeName(l.Path, l.LockID())
+			if removed := drainInotify(t, ino); !slices.Equal(removed, []string{filepath.Base(l.Path), tree}) {
+				t.Fatalf("release removed %v, want the lock file and then %s", removed, tree)
+			}
+			w := &waker{name: filepath.Base(l.Path)}
+			if w.relevant(inotifyEvent(tree)) {
+				t.Fatal("the tree file's removal would wake a waiter")
 			}
 		})
 	}
@@ -108,4 +116,14 @@ func drainInotify(t *testing.T, ino int) []string {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 	}
+}
+
+// inotifyEvent is one IN_DELETE event for name, as the kernel lays it out.
+func inotifyEvent(name string) []byte {
+	n := (len(name) + 1 + 15) / 16 * 16
+	buf := make([]byte, unix.SizeofInotifyEvent+n)
+	ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[0]))
+	ev.Mask, ev.Len = unix.IN_DELETE, uint32(n)
+	copy(buf[unix.SizeofInotifyEvent:], name)
+	return buf
 }

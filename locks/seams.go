@@ -22,6 +22,10 @@ type knobs struct {
 	noHold bool
 	// holdPoll, when set, replaces defaultHoldPoll.
 	holdPoll time.Duration
+	// noTree takes no tree file (tree.go): lockers in one test process
+	// share its pid and its descriptors, so only the TTL can free the lock
+	// one of them abandons.
+	noTree bool
 }
 
 var testKnobs func(*RunLocker) *knobs

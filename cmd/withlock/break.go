@@ -90,7 +90,11 @@ func breakAction(c *cli.Context) error {
 	if errors.As(err, &live) && c.Bool("signal") {
 		b, err = signalThenBreak(locker, live, c.Duration("grace"))
 	}
+	var ended *treeEnded
 	switch {
+	case errors.As(err, &ended):
+		say("ended the command of run %q (%s) and moved its lock aside: %s", runID, ended.how, ended.broken.MovedTo)
+		return nil
 	case errors.Is(err, errReleased):
 		say("pid %d released the lock of run %q after SIGTERM", live.Holder.Pid, runID)
 		return nil
@@ -112,6 +116,9 @@ func breakAction(c *cli.Context) error {
 
 // breakHint says what the user may do about a refusal.
 func breakHint(live *locks.LiveHolderError) string {
+	if live.Holder.Orphaned {
+		return "its holder is dead but its command still runs and holds the lock; --signal ends that command (TERM, --grace, KILL) and frees the lock"
+	}
 	if live.Liveness == locks.HolderAlive {
 		return fmt.Sprintf("--signal asks pid %d to stop first, --force moves the lock anyway", live.Holder.Pid)
 	}
@@ -139,6 +146,9 @@ func holderGone(err error) bool {
 // signalled (its pid may be another process's): its lock is judged as is.
 func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
 	h := live.Holder
+	if h.Orphaned {
+		return endTreeThenBreak(locker, live, grace)
+	}
 	if live.Liveness != locks.HolderAlive {
 		return nil, live // nothing we can signal from here
 	}

@@ -111,7 +111,15 @@ type lockStatus struct {
 	ExpiresAt        float64 `json:"expires_at"`
 	AgeSeconds       float64 `json:"age_seconds"`
 	ExpiresInSeconds float64 `json:"expires_in_seconds"` // negative once expired
-	Error            string  `json:"error"`
+	// Tree: what the holder's tree file says of its command's process tree
+	// (running | ended | unknown | none: no tree file on this host).
+	Tree string `json:"tree"`
+	// Holder is "holder dead, command still running" when the holder is
+	// gone but its command's tree holds the lock, else "".
+	Holder    string `json:"holder"`
+	Pids      []int  `json:"pids"`       // that tree's surviving processes; [] when none or unknown
+	PidsKnown bool   `json:"pids_known"` // false when /proc could not tell
+	Error     string `json:"error"`
 }
 
 type leftoverStatus struct {
@@ -134,7 +142,13 @@ type scopeStatus struct {
 func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
-	rep, err := locker.Inspect()
+	inspect := locker.Inspect
+	if len(runIDs) > 0 {
+		// Only these run ids' files: a directory of 10,000 locks is not
+		// read for one of them.
+		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(runIDs) }
+	}
+	rep, err := inspect()
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
 		rep = &locks.DirReport{Dir: locker.Dir}
@@ -160,7 +174,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 	}
 	for _, id := range runIDs {
 		if _, free := keys[locks.Key(id)]; free {
-			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free"})
+			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}})
 			delete(keys, locks.Key(id))
 		}
 	}
@@ -183,6 +197,13 @@ func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 		StaleReason: string(l.StaleReason), Liveness: string(l.Liveness),
 		Pid: p.Pid, Host: p.Host, Command: p.Command, LockID: p.LockID, FencingToken: p.FencingToken,
 		CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		Tree: l.Tree.String(), Pids: []int{}, PidsKnown: l.PidsKnown,
+	}
+	if l.Orphaned {
+		ls.Holder = locks.OrphanedText
+		if l.Pids != nil {
+			ls.Pids = l.Pids
+		}
 	}
 	if p.CreatedAt > 0 {
 		ls.AgeSeconds = seconds(now.Sub(p.Created()))
@@ -260,6 +281,9 @@ func lockRow(l lockStatus) []string {
 	if l.StaleReason != "" {
 		state += " (" + l.StaleReason + ")"
 	}
+	if l.Holder != "" {
+		state += " (" + l.Holder + ": " + pidList(l) + ")"
+	}
 	if l.State == "free" || l.State == "unreadable" || (l.Pid == 0 && l.LockID == "") {
 		return []string{runID, state, "-", "-", "-", "-", "-", "-", orDash(l.Error)}
 	}
@@ -292,6 +316,21 @@ func scopeRows(t *table, n scope.Node, indent string) {
 	for _, child := range n.Children {
 		scopeRows(t, child, strings.ReplaceAll(indent, "└ ", "  ")+"└ ")
 	}
+}
+
+// pidList names an orphaned tree's surviving pids.
+func pidList(l lockStatus) string {
+	if !l.PidsKnown {
+		return "pids unknown"
+	}
+	if len(l.Pids) == 0 {
+		return "no pids found"
+	}
+	s := "pids"
+	for _, pid := range l.Pids {
+		s += " " + fmt.Sprint(pid)
+	}
+	return s
 }
 
 func orDash(s string) string {

@@ -71,7 +71,7 @@ func TestStatusJSONShape(t *testing.T) {
 	}
 	want := map[string][]string{
 		"":          {"dir", "errors", "leftovers", "locks", "now", "scopes"},
-		"locks":     {"age_seconds", "command", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token", "host", "key", "liveness", "lock_file", "lock_id", "pid", "run_id", "stale_reason", "state"},
+		"locks":     {"age_seconds", "command", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token", "holder", "host", "key", "liveness", "lock_file", "lock_id", "pid", "pids", "pids_known", "run_id", "stale_reason", "state", "tree"},
 		"leftovers": {"age_seconds", "key", "kind", "path", "run_id", "since", "size"},
 		"scopes":    {"allocations", "file"},
 	}
@@ -90,7 +90,8 @@ func TestStatusJSONShape(t *testing.T) {
 
 	lock := doc["locks"].([]any)[0].(map[string]any)
 	if lock["run_id"] != "job" || lock["state"] != "held" || lock["liveness"] != "alive" ||
-		lock["pid"] != float64(os.Getpid()) || lock["command"] != "sleep 60" || lock["fencing_token"] != float64(1) {
+		lock["pid"] != float64(os.Getpid()) || lock["command"] != "sleep 60" || lock["fencing_token"] != float64(1) ||
+		lock["tree"] != "running" || lock["holder"] != "" {
 		t.Errorf("lock: %v", lock)
 	}
 	if in := lock["expires_in_seconds"].(float64); in <= 0 || in > 60 {

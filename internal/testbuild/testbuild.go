@@ -1,7 +1,8 @@
 // Package testbuild holds what the integration suite's special builds of
 // withlock switch on: crash points (build tag withlock_crashpoints) and the
 // deliberately broken lock_id check of the negative controls (build tag
-// withlock_broken_lockid). In a release build every hook is off, and the
+// withlock_broken_lockid), and a run lock without its tree file, bound to
+// withlock's pid and TTL only as before (build tag withlock_notree). In a release build every hook is off, and the
 // code that consults them pays one comparison.
 package testbuild
 
@@ -15,3 +16,8 @@ var CrashAt func(point string)
 // release skip their check that the lock file still carries their lock_id,
 // so the scorecard can show that its rows fail without it.
 var SkipLockIDCheck bool
+
+// NoTree, set only in the negative-control build, makes acquisitions take
+// no tree file: the lock no longer outlives withlock in its command's
+// surviving processes, which the scorecard's tree rows must then show.
+var NoTree bool

@@ -1,0 +1,5 @@
+//go:build withlock_notree
+
+package testbuild
+
+func init() { NoTree = true }

@@ -1,0 +1,124 @@
+package locks
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/proc"
+)
+
+// inheritFrom is the lowest descriptor number the tree file is moved to:
+// above the few that shells and scripts name (`exec 3>log`, `flock 9`), so
+// that a command reusing a low number does not drop its hold on the tree.
+const inheritFrom = 100
+
+// createTree creates the tree file at path, locks it exclusively and makes
+// its descriptor inheritable (see tree.go).
+func createTree(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(op string, err error) (*os.File, error) {
+		f.Close()
+		os.Remove(path)
+		return nil, &fs.PathError{Op: op, Path: path, Err: err}
+	}
+	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fail("flock", err)
+	}
+	// F_DUPFD (not F_DUPFD_CLOEXEC): the copy is inherited across exec. A
+	// tiny `ulimit -n` has no room that high: then the descriptor keeps
+	// its number and only loses close-on-exec.
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD, inheritFrom)
+	if err != nil {
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil {
+			return fail("fcntl", err)
+		}
+		return f, nil
+	}
+	f.Close() // the flock belongs to the open file, which the copy shares
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// probeTree says whether anything still holds the tree file at path.
+func probeTree(path string) TreeState {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return TreeEnded
+	}
+	if err != nil {
+		return TreeUnknown
+	}
+	defer f.Close()
+	switch err := flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); {
+	case err == nil:
+		return TreeEnded // closing f lets the probe's shared lock go
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return TreeRunning
+	}
+	return TreeUnknown
+}
+
+// awaitTreeEnd returns a channel closed once nothing holds the tree file at
+// path any more; nil (never ready) when the file cannot be opened, and the
+// caller's poll decides. A goroutine blocks in flock(LOCK_SH) until the
+// kernel grants it: the last process of the tree exiting wakes it. Such a
+// flock cannot be interrupted, only abandoned: it lets go the moment it
+// is granted.
+func awaitTreeEnd(path string) <-chan struct{} {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer f.Close()
+		flock(int(f.Fd()), unix.LOCK_SH)
+	}()
+	return done
+}
+
+// treePids lists the processes that still hold the tree file at path
+// (matched by device and inode in /proc/*/fd), with the other members of
+// their process groups (a process that closed its descriptors but stayed
+// in the group is still the command's). ok is false when /proc could not
+// tell.
+func treePids(path string) (pids []int, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nil, false
+	}
+	holding, err := proc.Holding(proc.FileID{Dev: uint64(st.Dev), Ino: st.Ino})
+	if err != nil {
+		return nil, false
+	}
+	self := os.Getpid()
+	seen := map[int]bool{self: true}
+	groups := map[int]bool{}
+	for _, pid := range holding {
+		if !seen[pid] {
+			seen[pid] = true
+			pids = append(pids, pid)
+		}
+		if p, err := proc.Read(pid); err == nil {
+			groups[p.Pgrp] = true
+		}
+	}
+	if len(groups) > 0 {
+		if all, err := proc.All(); err == nil {
+			for _, p := range all {
+				if groups[p.Pgrp] && !seen[p.Pid] && p.State != 'Z' && p.State != 'X' {
+					seen[p.Pid] = true
+					pids = append(pids, p.Pid)
+				}
+			}
+		}
+	}
+	return pids, true
+}

@@ -1,0 +1,204 @@
+package locks
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHelperTreeHolder is a holder process for the tree tests: it takes
+// the lock of "job" in LOCKS_TREE_DIR, starts `sleep 300` (which inherits
+// the tree file, as a command's tree does), prints the sleep's pid and
+// waits to be killed.
+func TestHelperTreeHolder(t *testing.T) {
+	dir := os.Getenv("LOCKS_TREE_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	r, err := NewRunLocker(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, h, err := r.TryAcquire("job")
+	if err != nil || l == nil {
+		t.Fatalf("acquire: %v %+v", err, h)
+	}
+	sleep := exec.Command("sleep", "300")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outside our group, like a daemon
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(sleep.Process.Pid)
+	time.Sleep(time.Hour) // until killed
+}
+
+// orphanedLock runs a holder process, SIGKILLs it once its command (a
+// setsid'd sleep) runs, and returns the sleep's pid.
+func orphanedLock(t *testing.T, dir string) int {
+	t.Helper()
+	holder := exec.Command(os.Args[0], "-test.run=^TestHelperTreeHolder$", "-test.count=1")
+	holder.Env = append(os.Environ(), "LOCKS_TREE_DIR="+dir)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(bufio.NewReader(out), &pid); err != nil {
+		holder.Process.Kill()
+		holder.Wait()
+		t.Fatalf("holder printed no pid: %v", err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	holder.Process.Kill()
+	holder.Wait()
+	return pid
+}
+
+// A holder killed while its command runs leaves the lock held by that
+// command: orphaned, naming its pid; once the command ends, a waiter is
+// woken by the tree file's flock (not a poll) and takes the lock; the old
+// tree file is removed.
+func TestTreeOutlivesHolder(t *testing.T) {
+	dir := t.TempDir()
+	survivor := orphanedLock(t, dir)
+	r := newTestLocker(t, dir, time.Minute)
+	l, h, err := r.TryAcquire("job")
+	if err != nil || l != nil {
+		t.Fatalf("TryAcquire = %v, %v: want held by the survivor", l, err)
+	}
+	if !h.Orphaned || h.TreeFile == "" {
+		t.Fatalf("holder %+v: want orphaned with a tree file", h)
+	}
+	h.FindPids()
+	if !h.PidsKnown || !slices.Equal(h.Pids, []int{survivor}) {
+		t.Fatalf("pids %v (known %v), want [%d]", h.Pids, h.PidsKnown, survivor)
+	}
+	held := &HeldError{RunID: "job", Holder: *h, At: time.Now()}
+	want := fmt.Sprintf("run \"job\" is held by pid %d's command (holder dead, command still running: pids %d)", h.Pid, survivor)
+	if held.Error() != want {
+		t.Fatalf("conflict line %q, want %q", held.Error(), want)
+	}
+	// Expired or not, the tree holds it: push the clock past the TTL.
+	r.now = func() time.Time { return time.Now().Add(time.Hour) }
+	if l, _, _ := r.TryAcquire("job"); l != nil {
+		t.Fatal("an orphaned lock was reclaimed by its TTL while its tree runs")
+	}
+	r.now = time.Now
+
+	knobsOf(r).holdPoll = time.Hour // only the tree's flock can wake the waiter in time
+	got := make(chan error, 1)
+	var lock *Lock
+	go func() {
+		var err error
+		lock, err = r.Acquire(context.Background(), "job", time.Minute)
+		got <- err
+	}()
+	tree := h.TreeFile
+	waitUntil(t, func() bool { return hasOpen(os.Getpid(), tree) }, "the waiter to block on the tree file")
+	killed := time.Now()
+	syscall.Kill(survivor, syscall.SIGKILL)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if took := time.Since(killed); took > 3*time.Second {
+		t.Errorf("woken %v after the tree ended; the directory poll is 5 s ± 25 %%", took)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("the ended tree's file is still there: %v", err)
+	}
+}
+
+// Kept orphans (--keep-orphans) are outside the lock once it is released:
+// a process that inherited this acquisition's tree file does not hold the
+// next acquisition.
+func TestReleasedTreeHoldsNothing(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	l := mustAcquire(t, r, "job")
+	if l.TreeFile() == nil {
+		t.Fatal("no tree file")
+	}
+	orphan := exec.Command("sleep", "300") // inherits the tree file: not close-on-exec
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { orphan.Process.Kill(); orphan.Wait() }()
+	tree := treePath(l.Path, l.LockID())
+	waitUntil(t, func() bool { return hasOpen(orphan.Process.Pid, tree) }, "the orphan to hold the tree file")
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Fatalf("release left the tree file: %v", err)
+	}
+	next := mustAcquire(t, newTestLocker(t, dir, time.Minute), "job")
+	defer next.Release()
+	if probeTree(treePath(next.Path, next.LockID())) != TreeRunning {
+		t.Fatal("the new holder's tree file is not locked")
+	}
+	// The orphan still holds the old, unlinked file's flock: proof that it
+	// did inherit it (the negative side of this row).
+	if !hasOpen(orphan.Process.Pid, tree+" (deleted)") {
+		t.Fatal("the orphan no longer holds the old tree file; the row shows nothing")
+	}
+}
+
+// probeTree tells a running tree from an ended one and from no file.
+func TestProbeTree(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.tree.x")
+	if got := probeTree(path); got != TreeEnded {
+		t.Errorf("no file: %v, want ended", got)
+	}
+	f, err := createTree(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Fd() < inheritFrom {
+		t.Errorf("tree descriptor %d, want ≥ %d", f.Fd(), inheritFrom)
+	}
+	if got := probeTree(path); got != TreeRunning {
+		t.Errorf("locked: %v, want running", got)
+	}
+	if got := probeTree(path); got != TreeRunning {
+		t.Errorf("a second probe: %v, want running (a probe must not take the lock)", got)
+	}
+	f.Close()
+	if got := probeTree(path); got != TreeEnded {
+		t.Errorf("closed: %v, want ended", got)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// hasOpen reports whether process pid has path open.
+func hasOpen(pid int, path string) bool {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, _ := os.ReadDir(fds)
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && target == path {
+			return true
+		}
+	}
+	return false
+}
