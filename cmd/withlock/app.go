@@ -26,16 +26,72 @@ func newApp() *cli.App {
 		// Only main exits: keep urfave/cli from calling os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v", err)
+			return flagUsageError("", err)
 		},
 	}
 	app.Commands = append(app.Commands, extraCommands()...)
-	// urfave/cli gives every command a "help" subcommand aliased "h", which
-	// would swallow `withlock run h -- cmd` (run id "h"); --help stays.
 	for _, c := range app.Commands {
-		hideHelpCommands(c)
+		setupCommand(c, c.Name)
 	}
 	return app
+}
+
+// setupCommand applies what every command shares. urfave/cli gives every
+// command a "help" subcommand aliased "h", which would swallow `withlock
+// run h -- cmd` (run id "h"): `withlock help run` is handled by reorderArgs
+// and --help stays. A usage error is one line, never the whole help. The
+// file-only build hides the etcd flags it only forwards to withlock-etcd.
+func setupCommand(c *cli.Command, path string) {
+	c.HideHelpCommand = true
+	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagUsageError(path, err) }
+	if execBackends["etcd"] {
+		hideFlags(c.Flags, etcdFlags())
+	}
+	for _, sub := range c.Subcommands {
+		setupCommand(sub, path+" "+sub.Name)
+	}
+}
+
+// hideFlags hides the flags of flags that are named like one of like.
+func hideFlags(flags, like []cli.Flag) {
+	hidden := map[string]bool{}
+	for _, f := range like {
+		hidden[f.Names()[0]] = true
+	}
+	for _, f := range flags {
+		if !hidden[f.Names()[0]] {
+			continue
+		}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Hidden = true
+		case *cli.GenericFlag:
+			f.Hidden = true
+		}
+	}
+}
+
+// flagUsageError is the one line for an error out of urfave/cli's flag
+// parsing in command path ("" at the top level): the flag package's
+// wording, `invalid value "x" for flag -timeout: …`, becomes `--timeout:
+// …`. (Unknown flags of a command are caught earlier, by reorderArgs.)
+func flagUsageError(path string, err error) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if _, after, ok := strings.Cut(rest, " for flag -"); ok {
+			if name, cause, ok := strings.Cut(after, ": "); ok {
+				msg = "--" + name + " " + cause
+			}
+		}
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = "--" + name + ": missing value"
+	} else if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag -" + name + " (see withlock --help)"
+	}
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	return usageError("%s", msg)
 }
 
 // extraCommands is where other subcommands (scope, status, break, gc)
@@ -61,90 +117,45 @@ func versionString() string {
 	return versionFromBuildInfo(bi)
 }
 
-// reorderArgs lets flags follow positional arguments, as in
-// `withlock run r-42 --wait 30s -- resume-run r-42`: urfave/cli v2 stops
-// at the first positional argument, so for each subcommand the flags found
-// before "--" are moved in front of the positional ones. What follows "--"
-// is the child's and is never touched.
-func reorderArgs(app *cli.App, args []string) []string {
-	if len(args) < 2 {
-		return args
-	}
-	out := []string{args[0]}
-	rest := args[1:]
-	// Global flags come first; the subcommand is the first non-flag word.
-	i := 0
-	for i < len(rest) && strings.HasPrefix(rest[i], "-") && rest[i] != "--" {
-		i++
-	}
-	if i >= len(rest) {
-		return args
-	}
-	out = append(out, rest[:i+1]...)
-	cmd := findCommand(app.Commands, rest[i])
-	rest = rest[i+1:]
-	for cmd != nil && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		// nested subcommand such as `scope reset`
-		sub := findCommand(cmd.Subcommands, rest[0])
-		if sub == nil {
-			break
-		}
-		out = append(out, rest[0])
-		cmd, rest = sub, rest[1:]
-	}
-	if cmd == nil {
-		return append(out, rest...)
-	}
-	var flags, positional []string
-	for j := 0; j < len(rest); j++ {
-		a := rest[j]
-		if a == "--" {
-			positional = append(positional, rest[j:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		flags = append(flags, a)
-		if !strings.Contains(a, "=") && takesValue(cmd, a) && j+1 < len(rest) {
-			j++
-			flags = append(flags, rest[j])
-		}
-	}
-	out = append(out, flags...)
-	return append(out, positional...)
-}
+func init() { cli.FlagStringer = flagHelp }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
-	for _, c := range cmds {
-		if c.HasName(name) {
-			return c
+// flagHelp is a flag's line in the help: its names and placeholder, its
+// usage, the default when there is one worth showing (not for a boolean,
+// not an empty or zero one) and its environment variables. Unlike
+// urfave/cli's own it names a repeatable flag once ("(repeatable)" is in
+// its usage).
+func flagHelp(f cli.Flag) string {
+	df, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return ""
+	}
+	usage := df.GetUsage()
+	placeholder := ""
+	if start := strings.IndexByte(usage, '`'); start >= 0 {
+		if end := strings.IndexByte(usage[start+1:], '`'); end >= 0 {
+			placeholder = usage[start+1 : start+1+end]
+			usage = usage[:start] + placeholder + usage[start+2+end:]
 		}
 	}
-	return nil
-}
-
-// takesValue reports whether the flag spelled arg consumes the next word.
-func takesValue(cmd *cli.Command, arg string) bool {
-	name := strings.TrimLeft(arg, "-")
-	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if _, isBool := f.(*cli.BoolFlag); isBool {
-				return false
-			}
-			return true
+	if df.TakesValue() && placeholder == "" {
+		placeholder = "value"
+	}
+	var names []string
+	for _, n := range df.Names() {
+		names = append(names, dashed(n))
+	}
+	line := strings.Join(names, ", ")
+	if df.TakesValue() {
+		line += " " + placeholder
+	}
+	line += "\t" + usage
+	if _, isBool := f.(*cli.BoolFlag); !isBool && df.TakesValue() {
+		if d := df.GetDefaultText(); d != "" && d != `""` && !strings.Contains(usage, "(default") {
+			line += " (default: " + d + ")"
 		}
 	}
-	return false
-}
-
-func hideHelpCommands(c *cli.Command) {
-	c.HideHelpCommand = true
-	for _, sub := range c.Subcommands {
-		hideHelpCommands(sub)
+	if env := df.GetEnvVars(); len(env) > 0 {
+		line += " [$" + strings.Join(env, ", $") + "]"
 	}
+	return line
 }

@@ -38,11 +38,11 @@ func etcdFlags() []cli.Flag {
 		&cli.StringFlag{Name: "endpoints", EnvVars: []string{"WITHLOCK_ETCD_ENDPOINTS"},
 			Usage: "etcd endpoints, comma-separated `URLS` (--backend etcd; user and password from $" + etcdUsernameEnv + ", $" + etcdPasswordEnv + ")"},
 		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", EnvVars: []string{"WITHLOCK_ETCD_PREFIX"},
-			Usage: "etcd key prefix: the lock of RUN_ID is the concurrency mutex <prefix><RUN_ID>, as with `etcdctl lock`"},
+			Usage: "etcd key prefix: the lock of RUN_ID is the concurrency mutex <prefix><RUN_ID>, as with etcdctl lock"},
 		&cli.StringFlag{Name: "etcd-cacert", EnvVars: []string{"WITHLOCK_ETCD_CACERT"}, Usage: "`FILE` of CA certificates for etcd's TLS"},
 		&cli.StringFlag{Name: "etcd-cert", EnvVars: []string{"WITHLOCK_ETCD_CERT"}, Usage: "client certificate `FILE` for etcd's TLS"},
 		&cli.StringFlag{Name: "etcd-key", EnvVars: []string{"WITHLOCK_ETCD_KEY"}, Usage: "client key `FILE` for etcd's TLS"},
-		&cli.DurationFlag{Name: "etcd-dial-timeout", Value: 5 * time.Second, EnvVars: []string{"WITHLOCK_ETCD_DIAL_TIMEOUT"},
-			Usage: "bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"},
+		withEnv(durationFlag("etcd-dial-timeout", 5*time.Second,
+			"bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"), "WITHLOCK_ETCD_DIAL_TIMEOUT"),
 	}
 }

@@ -25,7 +25,7 @@ func breakCommand() *cli.Command {
 		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
-		&cli.DurationFlag{Name: "grace", Value: defaultBreakGrace, Usage: "with --signal: how long the holder may take to release"},
+		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
 		backendFlag(),
 	}
 	flags = append(flags, etcdFlags()...)

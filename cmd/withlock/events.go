@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,24 +20,42 @@ import (
 // when the first wait starts), acquired, released, exit. The other events
 // come from where they happen: conflict (run.go), reclaimed and renewed
 // (locks), lost, signal forwarding and teardown (supervisor).
+//
+// With -q a run that ends in a conflict writes nothing at all, in either
+// format: no waiting, conflict or exit event (cron mails any output).
+// Every "time" is RFC 3339 in UTC with milliseconds (jsonTimeFormat).
 type runEvents struct {
 	log   zerolog.Logger
 	runID string
 	start time.Time
 	pid   int
+	quiet bool // -q
 
 	waitOnce sync.Once
+	held     atomic.Bool // the acquisition ended in a conflict
 }
 
-func newRunEvents(log zerolog.Logger, runID string) *runEvents {
-	return &runEvents{log: log, runID: runID, start: time.Now(), pid: os.Getpid()}
+// jsonTimeFormat is the layout of the "time" field of every JSON event.
+const jsonTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func init() {
+	zerolog.TimeFieldFormat = jsonTimeFormat
+	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
 }
 
-// onWait logs "waiting" the first time the lock is found held, then hands
+func newRunEvents(log zerolog.Logger, runID string, quiet bool) *runEvents {
+	return &runEvents{log: log, runID: runID, start: time.Now(), pid: os.Getpid(), quiet: quiet}
+}
+
+// onWait logs "waiting" the first time the lock is found held (not with
+// -q: the wait may end in a conflict, which must stay silent), then hands
 // every call on to next (the waiting line).
 func (e *runEvents) onWait(next func(*locks.Holder, time.Duration)) func(*locks.Holder, time.Duration) {
 	return func(h *locks.Holder, waited time.Duration) {
 		e.waitOnce.Do(func() {
+			if e.quiet {
+				return
+			}
 			ev := e.log.Info().Str("event", "waiting").Str("run_id", e.runID).Int("pid", e.pid)
 			if h != nil {
 				ev = ev.Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
@@ -62,6 +82,9 @@ type eventBackend struct {
 func (b eventBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
 	lock, err := b.backend.Acquire(ctx, runID, wait)
 	if err != nil {
+		if errors.Is(err, locks.ErrHeld) {
+			b.e.held.Store(true)
+		}
 		return lock, err
 	}
 	e := b.e
@@ -91,8 +114,12 @@ func (l *eventLock) Release() error {
 	return err
 }
 
-// exit logs the status withlock is about to exit with.
+// exit logs the status withlock is about to exit with; with -q, not after
+// a conflict.
 func (e *runEvents) exit(err error) {
+	if e.quiet && e.held.Load() {
+		return
+	}
 	status := 0
 	if err != nil {
 		status, _ = statusOf(err)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,9 +13,9 @@ import (
 // Flags shared by every command that runs a child (run, scope).
 func superviseFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "wait", Value: "0", Usage: "wait this long for the lock (`DUR` or \"forever\")"},
-		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "TERM→KILL grace when tearing the child down"},
-		&cli.DurationFlag{Name: "timeout", Usage: "kill the child after this long and exit 124, like timeout(1)"},
+		waitFlag("wait", "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"),
+		durationFlag("grace", 10*time.Second, "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"),
+		durationFlag("timeout", 0, "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"),
 		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else"},
 		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn"},
 		&cli.BoolFlag{Name: "die-with-parent", Usage: "end (tearing the child down) when withlock's parent dies"},
@@ -47,21 +45,12 @@ type superviseOptions struct {
 
 func parseSuperviseOptions(c *cli.Context) (superviseOptions, error) {
 	o := superviseOptions{
-		grace:            c.Duration("grace"),
-		timeout:          c.Duration("timeout"),
+		wait:             durationOf(c, "wait"),
+		grace:            durationOf(c, "grace"),
+		timeout:          durationOf(c, "timeout"),
 		conflictExitCode: c.Int("conflict-exit-code"),
 		dieWithParent:    c.Bool("die-with-parent"),
 		keepOrphans:      c.Bool("keep-orphans"),
-	}
-	var err error
-	if o.wait, err = parseWait(c.String("wait")); err != nil {
-		return o, err
-	}
-	if o.grace < 0 {
-		return o, usageError("--grace %v: must not be negative", o.grace)
-	}
-	if o.timeout < 0 {
-		return o, usageError("--timeout %v: must not be negative", o.timeout)
 	}
 	if o.conflictExitCode < 0 || o.conflictExitCode > 255 {
 		return o, usageError("--conflict-exit-code %d: must be 0..255", o.conflictExitCode)
@@ -74,26 +63,6 @@ func parseSuperviseOptions(c *cli.Context) (superviseOptions, error) {
 		return o, usageError("--on-lock-lost %q: want kill or warn", c.String("on-lock-lost"))
 	}
 	return o, nil
-}
-
-// parseWait reads --wait: a duration, a bare number of seconds, or
-// "forever" (returned as -1).
-func parseWait(s string) (time.Duration, error) {
-	if s == "forever" || s == "inf" {
-		return -1, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		var n float64
-		if _, serr := fmt.Sscanf(s, "%g", &n); serr != nil || fmt.Sprint(n) != strings.TrimLeft(s, "+") {
-			return 0, usageError("--wait %q: want a duration (30s, 5m) or \"forever\"", s)
-		}
-		d = time.Duration(n * float64(time.Second))
-	}
-	if d < 0 {
-		return 0, usageError("--wait %q: must not be negative", s)
-	}
-	return d, nil
 }
 
 // newLogger builds the stderr logger from the logging flags. The console

@@ -38,7 +38,11 @@ func Main(args []string) int {
 // signalStatus).
 func run(args []string) (int, syscall.Signal) {
 	app := newApp()
-	err := app.Run(reorderArgs(app, args))
+	args, err := reorderArgs(app, args)
+	if err != nil {
+		return report(err), 0
+	}
+	err = app.Run(args)
 	return report(err), signalOf(err)
 }
 

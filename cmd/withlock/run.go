@@ -19,7 +19,7 @@ import (
 func runCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
-		&cli.DurationFlag{Name: "ttl", Usage: "lock lifetime without renewal (else $WITHLOCK_TTL, $NEXUSCORE_RUN_LOCK_TTL_SECONDS, 30s)"},
+		durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"),
 		backendFlag(),
 	}
 	flags = append(flags, backendFlags...)
@@ -28,7 +28,7 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
-		ArgsUsage: "RUN_ID -- COMMAND [ARGS...]",
+		ArgsUsage: "RUN_ID [command options] [--] COMMAND [ARGS...]",
 		Description: `At most one holder per RUN_ID at a time. Exits 75 at once when the lock is
 held (or after --wait), 73 when it cannot be taken because of an error, and
 otherwise with the command's own status (128+N when it died of signal N).
@@ -38,16 +38,14 @@ Examples:
    withlock run r-42 --wait 30s -- resume-run r-42`,
 		Flags:  flags,
 		Action: runAction,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("run: %v", err)
-		},
 	}
 }
 
-// splitRunArgs takes RUN_ID -- COMMAND [ARGS...] apart.
+// splitRunArgs takes RUN_ID -- COMMAND [ARGS...] apart: the arguments as
+// reorderArgs hands them on, where the "--" is always there (argv.go).
 func splitRunArgs(args []string) (string, []string, error) {
 	if len(args) == 0 || args[0] == "--" {
-		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID -- COMMAND [ARGS...])")
+		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID [--] COMMAND [ARGS...])")
 	}
 	runID, rest := args[0], args[1:]
 	if runID == "" {
@@ -91,7 +89,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	newBackend := backends[c.String("backend")]
-	events := newRunEvents(log, runID) // waiting, acquired, released, exit (events.go)
+	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
 	be, err := newBackend(c, log, strings.Join(argv, " "), events.onWait(line.Update))
 	if err != nil {
 		return err

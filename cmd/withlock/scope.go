@@ -35,8 +35,8 @@ func scopeCommand() *cli.Command {
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
 		Name:      "scope",
-		Usage:     "hold path scopes in the machine-wide registry while COMMAND runs",
-		ArgsUsage: "-- COMMAND [ARGS...]",
+		Usage:     "hold path scopes in your per-user registry while COMMAND runs",
+		ArgsUsage: "[--] COMMAND [ARGS...]",
 		Description: `Registers the --allow scopes for the command's lifetime and refuses to
 start (exit 75, naming every competitor) when another live holder already
 writes into an overlapping path. A non-recursive scope covers PATH and its
@@ -69,6 +69,9 @@ func scopeAction(c *cli.Context) error {
 	sigs := subscribeSignals()
 
 	argv := c.Args().Slice()
+	if len(argv) > 0 && argv[0] == "--" { // reorderArgs puts it before COMMAND (argv.go)
+		argv = argv[1:]
+	}
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,14 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_RUNTIME_DIR", "")
 			env.Setenv("GORACE", testenv.GORACE())
 			return nil
+		},
+		// [etcd]: this is the etcd-enabled build (-tags etcd), which shows
+		// the etcd flags in its help.
+		Condition: func(cond string) (bool, error) {
+			if cond == "etcd" {
+				return !execBackends["etcd"] && backends["etcd"] != nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": cmdWaitFile,
