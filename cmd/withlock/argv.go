@@ -50,6 +50,9 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 	// first word that is not a flag.
 	i := 0
 	for i < len(rest) && isFlagWord(rest[i]) {
+		if _, err := lookupFlag(&cli.Command{Flags: app.Flags, HideHelp: true}, "", rest[i]); err != nil {
+			return nil, err
+		}
 		i++
 	}
 	if i >= len(rest) || rest[i] == "--" {
@@ -199,7 +202,7 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // lookupFlag finds the flag of cmd spelled arg (`--wait`, `-wait`,
 // `--wait=5`, `-q`); a cluster of one-letter boolean flags (`-qn`) is
 // returned as its first. An unknown flag is a usage error with a suggestion;
-// path names the command in it ("scope reset").
+// path names the command in it ("scope reset"; "" for the top level).
 func lookupFlag(cmd *cli.Command, path, arg string) (cli.Flag, error) {
 	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
 	if f := flagNamed(cmd, name); f != nil {
@@ -222,17 +225,20 @@ func lookupFlag(cmd *cli.Command, path, arg string) (cli.Flag, error) {
 		}
 	}
 	spelled, _, _ := strings.Cut(arg, "=")
-	msg := fmt.Sprintf("%s: unknown flag %s", path, spelled)
+	msg := "unknown flag " + spelled
 	if s := suggest(name, visibleFlagNames(cmd)); s != "" {
 		msg += "; did you mean " + dashed(s) + "?"
 	} else {
-		msg += fmt.Sprintf(" (see withlock %s --help)", path)
+		msg += fmt.Sprintf(" (see %s --help)", strings.TrimSpace("withlock "+path))
+	}
+	if path != "" {
+		msg = path + ": " + msg
 	}
 	return nil, usageError("%s", msg)
 }
 
 func flagNamed(cmd *cli.Command, name string) cli.Flag {
-	for _, f := range append(cmd.Flags, cli.HelpFlag) {
+	for _, f := range commandFlags(cmd) {
 		for _, n := range f.Names() {
 			if n == name {
 				return f
@@ -255,13 +261,23 @@ func takesValue(f cli.Flag, arg string) bool {
 
 func visibleFlagNames(cmd *cli.Command) []string {
 	var names []string
-	for _, f := range append(cmd.Flags, cli.HelpFlag) {
+	for _, f := range commandFlags(cmd) {
 		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
 			continue
 		}
 		names = append(names, f.Names()...)
 	}
 	return names
+}
+
+// commandFlags are cmd's flags and --help; for the top level (HideHelp
+// set by reorderArgs) --help and --version, which urfave/cli adds itself.
+func commandFlags(cmd *cli.Command) []cli.Flag {
+	flags := append(cmd.Flags[:len(cmd.Flags):len(cmd.Flags)], cli.HelpFlag)
+	if cmd.HideHelp {
+		flags = append(flags, cli.VersionFlag)
+	}
+	return flags
 }
 
 func dashed(name string) string {

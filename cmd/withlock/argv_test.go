@@ -106,6 +106,8 @@ func TestReorderArgsErrors(t *testing.T) {
 		{"scope reset --scope-fil f", `scope reset: unknown flag --scope-fil; did you mean --scope-file?`},
 		{"gc --older 7d", `gc: unknown flag --older; did you mean --older-than?`},
 		{"gc -qx", `gc: unknown flag -qx; did you mean -q?`},
+		{"--wiat run x true", `unknown flag --wiat (see withlock --help)`},
+		{"--verison", `unknown flag --verison; did you mean --version?`},
 		{"gc --zzz", `gc: unknown flag --zzz (see withlock gc --help)`},
 	}
 	for _, c := range cases {
