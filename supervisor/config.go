@@ -78,4 +78,5 @@ type Result struct {
 	Status int            // withlock's exit status (SPEC §2 precedence)
 	Reason Reason         // why the child ended
 	Signal syscall.Signal // the signal the child died of, when Reason is Signaled
+	Pid    int            // the child's pid; 0 when none was started
 }

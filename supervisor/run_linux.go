@@ -65,13 +65,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
 	}
 	pid := sp.pid
+	cfg.Log = cfg.Log.With().Int("child_pid", pid).Logger() // every event from here on names the child
 	// SIGCHLD now, while the child execs. An orphan that exits before it
 	// is subscribed is reaped on the loop's first turn.
 	cfg.Signals.Complete()
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
 	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, tty: tty, gave: term != nil,
 		chld: cfg.Signals.Chld(), childExited: exited, cause: noCause}
-	return s.run(ctx), nil
+	res := s.run(ctx)
+	res.Pid = pid
+	return res, nil
 }
 
 // spawned is what forkAndAwait reports once the fork is done.

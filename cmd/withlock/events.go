@@ -32,7 +32,8 @@ type runEvents struct {
 	quiet bool // -q
 
 	waitOnce sync.Once
-	held     atomic.Bool // the acquisition ended in a conflict
+	held     atomic.Bool  // the acquisition ended in a conflict
+	childPid atomic.Int64 // the child's pid once it has been started
 }
 
 // jsonTimeFormat is the layout of the "time" field of every JSON event.
@@ -108,10 +109,26 @@ func (l *eventLock) Unwrap() heldLock { return l.heldLock }
 func (l *eventLock) Release() error {
 	err := l.heldLock.Release()
 	if err == nil {
-		l.e.log.Info().Str("event", "released").Str("run_id", l.e.runID).Int("pid", l.e.pid).
-			Dur("held_ms", time.Since(l.acquired)).Msg("lock released")
+		l.e.withChild(l.e.log.Info().Str("event", "released").Str("run_id", l.e.runID).Int("pid", l.e.pid).
+			Dur("held_ms", time.Since(l.acquired))).Msg("lock released")
 	}
 	return err
+}
+
+// noteChild records the pid of the child started under lock, for the
+// events after spawn (the supervisor's own carry child_pid already).
+func noteChild(lock heldLock, pid int) {
+	if l, ok := lock.(*eventLock); ok && pid > 0 {
+		l.e.childPid.Store(int64(pid))
+	}
+}
+
+// withChild adds child_pid to ev once a child has been started.
+func (e *runEvents) withChild(ev *zerolog.Event) *zerolog.Event {
+	if pid := e.childPid.Load(); pid > 0 {
+		ev = ev.Int64("child_pid", pid)
+	}
+	return ev
 }
 
 // exit logs the status withlock is about to exit with; with -q, not after
@@ -124,8 +141,8 @@ func (e *runEvents) exit(err error) {
 	if err != nil {
 		status, _ = statusOf(err)
 	}
-	e.log.Info().Str("event", "exit").Str("run_id", e.runID).Int("pid", e.pid).
-		Int("status", status).Dur("duration_ms", time.Since(e.start)).Msg("exit")
+	e.withChild(e.log.Info().Str("event", "exit").Str("run_id", e.runID).Int("pid", e.pid).
+		Int("status", status).Dur("duration_ms", time.Since(e.start))).Msg("exit")
 }
 
 func envMap(env []string) map[string]string {

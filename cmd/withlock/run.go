@@ -144,6 +144,7 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
+	noteChild(lock, res.Pid) // for the released and exit events (events.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
 	}
