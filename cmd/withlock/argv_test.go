@@ -108,6 +108,8 @@ func TestReorderArgsErrors(t *testing.T) {
 		{"gc -qx", `gc: unknown flag -qx; did you mean -q?`},
 		{"--wiat run x true", `unknown flag --wiat (see withlock --help)`},
 		{"--verison", `unknown flag --verison; did you mean --version?`},
+		{"run --timeout", `run: --timeout: missing value`},
+		{"status --dir", `status: --dir: missing value`},
 		{"gc --zzz", `gc: unknown flag --zzz (see withlock gc --help)`},
 	}
 	for _, c := range cases {
