@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrash/smetrics"
 )
 
 // The command line (SPEC §1) follows flock(1), timeout(1) and env(1):
@@ -316,18 +315,53 @@ func unknownCommand(cmds []*cli.Command, parent, word string) error {
 }
 
 // suggest returns the candidate closest to word, or "" when none is close:
-// Jaro-Winkler similarity (the measure urfave/cli's own suggestions use) of
-// at least 0.8, which catches a doubled, missing or swapped letter
-// (runn, stauts, --wiat) and not an unrelated word.
+// one that word begins (--older for --older-than), else the nearest by edit
+// distance with adjacent transpositions, at most 1 for a word of up to four
+// letters and 2 for a longer one, which catches a doubled, missing or
+// swapped letter (runn, stauts, --wiat) and not an unrelated word.
 func suggest(word string, candidates []string) string {
-	best, bestScore := "", 0.0
-	for _, c := range candidates {
-		if score := smetrics.JaroWinkler(word, c, 0.7, 4); score > bestScore {
-			best, bestScore = c, score
-		}
-	}
-	if bestScore < 0.8 {
+	if len(word) < 2 {
 		return ""
 	}
+	limit := 1
+	if len(word) > 4 {
+		limit = 2
+	}
+	best, bestDist := "", limit+1
+	for _, c := range candidates {
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			return c
+		}
+		if d := editDistance(word, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
 	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b: the
+// insertions, deletions, substitutions and swaps of two adjacent bytes
+// that turn a into b.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

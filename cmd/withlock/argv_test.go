@@ -124,3 +124,18 @@ func TestReorderArgsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestEditDistance(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"run", "run", 0}, {"runn", "run", 1}, {"wiat", "wait", 1},
+		{"stauts", "status", 1}, {"", "gc", 2}, {"kitten", "sitting", 3}, {"ca", "abc", 3},
+	}
+	for _, c := range cases {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
