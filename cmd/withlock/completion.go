@@ -159,7 +159,7 @@ func complete(app *cli.App, words []string, runIDs func(dir string) []candidate)
 			}
 			continue
 		}
-		if f := lookupFlag(cmd, w); f != nil {
+		if f := completionFlag(cmd, w); f != nil {
 			name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
 			if flagTakesValue(f) && !hasValue {
 				if j+1 == len(done) {
@@ -271,6 +271,9 @@ func slotAt(cmd *cli.Command, n int) argSlot {
 
 func argSlots(usage string) []argSlot {
 	var slots []argSlot
+	// "[command options]" says where the command's flags may go (run's
+	// RUN_ID [command options] [--] COMMAND): not an argument.
+	usage = strings.ReplaceAll(usage, "[command options]", "")
 	for _, tok := range strings.Fields(usage) {
 		tok = strings.Trim(tok, "[]")
 		if tok == "--" || tok == "" {
@@ -295,8 +298,8 @@ func argSlots(usage string) []argSlot {
 	return slots
 }
 
-// lookupFlag is the flag of cmd that word spells (--wait, --wait=5s, -q).
-func lookupFlag(cmd *cli.Command, word string) cli.Flag {
+// completionFlag is the flag of cmd that word spells (--wait, --wait=5s, -q).
+func completionFlag(cmd *cli.Command, word string) cli.Flag {
 	if !strings.HasPrefix(word, "-") || word == "-" || word == "--" {
 		return nil
 	}
