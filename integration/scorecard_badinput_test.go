@@ -118,7 +118,7 @@ func TestScorecardAbsurdFlags(t *testing.T) {
 		{"unknown flag", []string{"run", "--dir", dir, "--frobnicate", "x", "--", "true"}, nil},
 		{"scope without mode", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--allow", "/tmp/x", "--", "true"}, nil},
 		{"scope bad mode", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--allow", "/tmp/x:admin", "--", "true"}, nil},
-		{"scope relative path", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--allow", "tmp/x:write", "--", "true"}, nil},
+		{"scope relative path, bad mode", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--allow", "tmp/x:rw", "--", "true"}, nil},
 		{"scope empty", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--allow", "", "--", "true"}, nil},
 		{"scope no allow", []string{"scope", "--scope-file", filepath.Join(dir, "scope.lock"), "--", "true"}, nil},
 	}

@@ -87,24 +87,28 @@ func scopeAction(c *cli.Context) error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req}
+	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log}
 	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
 		func(err error) error { return scopeFailure(c, log, opts, err) })
 }
 
-// scopeRequest reads --name, --allow, --delegate-from and --socket; the
-// scopes are normalised (cleaned, symlinks of the existing part resolved).
+// scopeRequest reads --name, --allow, --delegate-from and --socket; each
+// scope's path is taken as the kernel would reach it (a relative one from
+// the working directory, symlinks before "..") and stored in that form.
 func scopeRequest(c *cli.Context) (scope.Request, error) {
 	texts := c.StringSlice("allow")
 	if len(texts) == 0 {
 		return scope.Request{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
 	}
-	scopes, err := scope.ParseSpecs(texts)
+	cwd, err := os.Getwd()
 	if err != nil {
-		return scope.Request{}, usageError("scope: %v", err)
+		return scope.Request{}, exitWith(exitCantCreate, fmt.Errorf("scope: working directory: %w", err))
 	}
-	for i := range scopes {
-		scopes[i] = scope.Resolve(scopes[i])
+	scopes := make([]scope.Spec, len(texts))
+	for i, text := range texts {
+		if scopes[i], err = scope.ResolveSpec(text, cwd); err != nil {
+			return scope.Request{}, usageError("scope: %v", err)
+		}
 	}
 	return scope.Request{
 		Name:         c.String("name"),
@@ -136,6 +140,7 @@ func scopeFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, err
 type scopeBackend struct {
 	file *scope.Registry
 	req  scope.Request
+	log  zerolog.Logger
 }
 
 // Acquire registers; a conflict or a busy registry is retried until wait
@@ -146,7 +151,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 	for {
 		alloc, err := b.file.Register(ctx, b.req)
 		if err == nil {
-			return &scopeHold{file: b.file, alloc: alloc}, nil
+			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
@@ -169,18 +174,67 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 	}
 }
 
-// scopeHold is a registered allocation. It cannot be lost the way a run
-// lock can (nothing expires), so its heartbeat never reports.
+// scopeHold is a registered allocation. Nothing expires, but the
+// allocation can vanish from the registry (an operator's edit, a reset,
+// another writer's mistake): its heartbeat puts it back, or reports the
+// scope lost.
 type scopeHold struct {
 	file  *scope.Registry
 	alloc scope.Allocation
+	log   zerolog.Logger
+}
+
+// scopeCheckEvery is how often a holder checks that its allocation is
+// still in the registry: SPEC §4 asks for at least every 5 s. While the
+// registry file is unchanged a check is one lstat.
+const scopeCheckEvery = 2 * time.Second
+
+// Heartbeat checks the allocation every scopeCheckEvery (Registry.Keep):
+// one that went missing is put back when that conflicts with no one, and
+// is lost — reported once on the channel, handled like a lost run lock
+// (--on-lock-lost) — when it cannot be. A registry that cannot be read is
+// logged and checked again: while it is unreadable it admits no one.
+func (h *scopeHold) Heartbeat() (<-chan error, func()) {
+	lost := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	alloc := h.alloc // the goroutine's own: Keep updates it
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(scopeCheckEvery)
+		defer tick.Stop()
+		var stamp scope.Stamp
+		var failing string // the last error logged: a registry that stays unreadable is logged once
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			next, restored, err := h.file.Keep(ctx, &alloc, stamp)
+			switch {
+			case errors.Is(err, scope.ErrLost):
+				lost <- fmt.Errorf("scope %s: %w", h.alloc.Name, err)
+				return
+			case err != nil:
+				if ctx.Err() == nil && err.Error() != failing {
+					h.log.Warn().Str("event", "scope_check_failed").Str("name", h.alloc.Name).Msg(err.Error())
+				}
+				failing = err.Error()
+				continue
+			case restored:
+				h.log.Warn().Str("event", "scope_restored").Str("name", h.alloc.Name).Str("registry", h.file.Path).
+					Msg("scope allocation was missing from the registry: put back")
+			}
+			stamp, failing = next, ""
+		}
+	}()
+	return lost, func() { cancel(); <-done }
 }
 
 func (h *scopeHold) Env() []string {
 	return []string{"WITHLOCK_SCOPE_NAME=" + h.alloc.Name, "WITHLOCK_SCOPE_FILE=" + h.file.Path}
 }
-
-func (h *scopeHold) Heartbeat() (<-chan error, func()) { return nil, func() {} }
 
 // Name is the allocation's name, for logs.
 func (h *scopeHold) Name() string { return h.alloc.Name }
@@ -235,10 +289,13 @@ func scopeResetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reset",
 		Usage: "move a corrupt scope registry aside (scope.lock.corrupt.<ts>)",
-		Description: `A registry that does not parse, with no backup that does, stops every
-scoped start (exit 73). This moves it (and the bad backup) aside, never over
-an earlier one, under the registry's flock. A registry that loads is left
-alone. Holders recorded in the moved file are forgotten: check them first.`,
+		Description: `A registry that does not parse and is not provably a rewrite of withlock's
+cut short (torn or emptied by another writer) stops every scoped start
+(exit 73). This moves it, and its backup if any, aside, never over an
+earlier one, under the registry's flock. A registry that loads is left
+alone. Live withlock holders put their allocations back within a few
+seconds; holders of other programs recorded in the moved file are
+forgotten: check them first.`,
 		Flags:  []cli.Flag{scopeFileFlag()},
 		Action: scopeResetAction,
 	}

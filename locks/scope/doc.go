@@ -4,7 +4,7 @@
 //
 // Where each of the seed's rules lives:
 //   - a scope and its syntax, `PATH:MODE[:recursive]`: Spec, ParseSpec;
-//     paths resolved as the kernel would: Resolve
+//     paths resolved as the kernel would: ResolveSpec, Resolve
 //   - overlap of two scopes: Spec.ConflictsWith
 //   - effective scope = allow − Σ children's allow: Effective
 //   - write-conflict check at start, naming each competitor:
@@ -15,7 +15,9 @@
 //   - re-parenting of a dead or released holder's children: reparent
 //   - release at exit: Table.Release
 //   - the file, its flock, in-place rewrite, torn-file recovery:
-//     Registry.Transform; start and exit: Registry.Register, Registry.Release
+//     Registry.Transform (load); start and exit: Registry.Register,
+//     Registry.Release; a live holder's check that it is still there:
+//     Registry.Keep (Table.Restore)
 //
 // The registry format is exactly the seed's — {"allocations": [{"name",
 // "pid", "socket", "scope_allow", "delegated_from"}]} — plus scope_deny,

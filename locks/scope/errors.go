@@ -31,6 +31,11 @@ var (
 	// ErrBusy: flock on the registry was not granted within the
 	// bound (a stopped process may hold it).
 	ErrBusy error = registryFault("scope registry busy")
+
+	// ErrLost: a holder's allocation went missing from the registry (an
+	// operator's edit, a reset, another writer's mistake) and cannot be put
+	// back, because that would now conflict with another live holder.
+	ErrLost = errors.New("scope allocation lost")
 )
 
 // registryFault is a sentinel that also matches ErrUnusable, so the

@@ -1,12 +1,18 @@
 package scope
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // FuzzParseScope: whatever the text, ParseSpec returns a normalised scope
@@ -65,8 +71,8 @@ func FuzzDecodeScopeRegistry(f *testing.F) {
 			t.Fatalf("tree shows %d of %d allocations", n, len(reg.Allocations))
 		}
 		oddPIDsDead := func(pid int, _ uint64) bool { return pid%2 == 0 }
-		again.ReclaimStale(oddPIDsDead)
-		checkTreeInvariants(t, again)
+		removed := again.ReclaimStale(oddPIDsDead)
+		checkTreeInvariants(t, again, removed)
 	})
 }
 
@@ -92,12 +98,16 @@ func countNodes(nodes []Node) int {
 	return n
 }
 
-// checkTreeInvariants: parents exist and denies are the children's allows.
-func checkTreeInvariants(t *testing.T, reg *Table) {
+// checkTreeInvariants: no allocation is delegated from one that was
+// removed (a parent never in the registry may stay named: its holder puts
+// it back), and denies are the children's allows.
+func checkTreeInvariants(t *testing.T, reg *Table, removed []Allocation) {
 	t.Helper()
 	for _, a := range reg.Allocations {
-		if a.DelegatedFrom != "" && reg.find(a.DelegatedFrom) == nil {
-			t.Fatalf("%s delegated from missing %q", a.Name, a.DelegatedFrom)
+		for _, r := range removed {
+			if a.DelegatedFrom == r.Name && reg.find(r.Name) == nil {
+				t.Fatalf("%s still delegated from removed %q", a.Name, r.Name)
+			}
 		}
 	}
 	for i := range reg.Allocations {
@@ -119,4 +129,100 @@ func checkTreeInvariants(t *testing.T, reg *Table) {
 			t.Fatalf("%s deny %v, children allow %v", p.Name, p.ScopeDeny, want)
 		}
 	}
+}
+
+// FuzzNeverTwoWriters: whatever bytes the registry file holds (and its
+// backup, when there is one), two writers asking for overlapping paths are
+// never both admitted; neither is admitted over an allocation that was live
+// in what the file held; and a registry that can be neither read nor
+// provably restored admits no one. Holders with an even pid count as alive.
+func FuzzNeverTwoWriters(f *testing.F) {
+	live := `{"allocations":[{"name":"h","pid":2,"scope_allow":["/fz/p:write:recursive"]}]}`
+	f.Add([]byte(seedRegistry), []byte(nil), false)
+	f.Add([]byte(live), []byte(nil), false)
+	f.Add([]byte(live[:len(live)/2]), []byte(live), true)
+	f.Add([]byte(nil), []byte(live), true)
+	f.Add([]byte(nil), []byte(nil), false)
+	f.Add([]byte("\x00"), []byte(`{}`), true)         // a backup it is no prefix of
+	f.Add([]byte(`{"alloc`), []byte(`{"x":1}`), true) // a prefix of a backup that parses
+	f.Add([]byte(`{"allocations":[{"name":"h","pid":3,"scope_allow":["/fz:write:recursive"]},{"name":"k","pid":4,"scope_allow":["/fz/p/q:write"],"delegated_from":"h"}]}`), []byte(nil), false)
+	f.Fuzz(func(t *testing.T, data, bak []byte, withBak bool) {
+		if len(data) > 1<<16 || len(bak) > 1<<16 {
+			return
+		}
+		dir := filepath.Join(t.TempDir(), "withlock")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		reg := &Registry{Path: filepath.Join(dir, "scope.lock"), Alive: evenPIDsAlive, Log: zerolog.Nop()}
+		if err := os.WriteFile(reg.Path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if withBak {
+			if err := os.WriteFile(reg.backupPath(), bak, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, readable := expectedTable(data, bak, withBak)
+
+		ctx := context.Background()
+		first := Request{Name: "fuzz-w1", PID: 2, Allow: mustSpecs([]string{"/fz/p:write:recursive"})}
+		second := Request{Name: "fuzz-w2", PID: 4, Allow: mustSpecs([]string{"/fz/p/q:write"})}
+		_, err1 := reg.Register(ctx, first)
+		_, err2 := reg.Register(ctx, second)
+		switch {
+		case err1 == nil && err2 == nil:
+			t.Fatalf("two writers admitted over /fz/p/q\nregistry %q\nbackup %q (%v)", data, bak, withBak)
+		case !readable && (err1 == nil || err2 == nil):
+			t.Fatalf("a registry that cannot be read admitted a writer: %v, %v\nregistry %q", err1, err2, data)
+		case readable && err1 == nil && heldByLive(before, first):
+			t.Fatalf("the first writer was admitted over a live allocation\nregistry %q", data)
+		case readable && err2 == nil && heldByLive(before, second):
+			t.Fatalf("the second writer was admitted over a live allocation\nregistry %q", data)
+		}
+		for _, err := range []error{err1, err2} {
+			if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUsage) && !errors.Is(err, ErrUnusable) {
+				t.Fatalf("an error of no documented kind: %v", err)
+			}
+		}
+	})
+}
+
+func evenPIDsAlive(pid int, _ uint64) bool { return pid > 0 && pid%2 == 0 }
+
+// expectedTable is what the registry holds as far as the rules go: the
+// file when it parses, the backup when the file is a torn prefix of it (the
+// backup was just written, within the restore window), an empty table for
+// an empty file never written; readable is false otherwise.
+func expectedTable(data, bak []byte, withBak bool) (*Table, bool) {
+	if len(data) > 0 {
+		if t, err := DecodeTable(data); err == nil {
+			return t, true
+		}
+	}
+	if withBak {
+		t, err := DecodeTable(bak)
+		if err == nil && bytes.HasPrefix(bak, data) {
+			return t, true
+		}
+		return nil, false
+	}
+	if len(data) == 0 {
+		return &Table{}, true
+	}
+	return nil, false
+}
+
+// heldByLive reports whether a live allocation of before (after the stale
+// ones are reclaimed) effectively writes where q asks to.
+func heldByLive(before *Table, q Request) bool {
+	t := &Table{Allocations: slices.Clone(before.Allocations)}
+	t.ReclaimStale(evenPIDsAlive)
+	want := NewSet(writeSpecs(q.Allow)...)
+	for _, a := range t.Allocations {
+		if a.Name != q.Name && want.Intersects(a.Effective()) {
+			return true
+		}
+	}
+	return false
 }

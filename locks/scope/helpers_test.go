@@ -1,7 +1,7 @@
 package scope
 
 import (
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/internal/proc"
 
 	"bytes"
 	"context"
@@ -54,7 +54,7 @@ type holder struct {
 // self is the test process: alive for the whole test.
 func self(t testing.TB) holder {
 	t.Helper()
-	start, err := locks.ProcessStartTime(os.Getpid())
+	start, err := proc.StartTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func liveProcess(t testing.TB) *holder {
 	}
 	h := &holder{PID: cmd.Process.Pid, cmd: cmd}
 	t.Cleanup(func() { h.kill(t) })
-	start, err := locks.ProcessStartTime(h.PID)
+	start, err := proc.StartTime(h.PID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // Register is the holder's start (seed 004: Pod 起動 / scope 分譲): lock →
@@ -18,7 +18,7 @@ import (
 func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) {
 	if q.PID == 0 {
 		q.PID = os.Getpid()
-		start, err := locks.ProcessStartTime(q.PID)
+		start, err := proc.StartTime(q.PID)
 		if err != nil {
 			return Allocation{}, unusable(fmt.Errorf("own start time: %w", err))
 		}
@@ -35,6 +35,43 @@ func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) 
 		return Allocation{}, err
 	}
 	return got, refused
+}
+
+// Keep is a live holder's check that its allocation *a is still in the
+// registry (by name and pid; *a is updated to the entry found, which a
+// reclaim may have re-parented since): SPEC §4 asks every holder to make it at least every 5 s. When
+// it is missing (an operator's edit, a reset, another writer's mistake) it
+// is put back if that conflicts with no live holder (Table.Restore), and
+// restored reports it; when it cannot be, the error matches ErrLost and the
+// holder's scope is lost. Other errors (a busy, unreadable or corrupt
+// registry) say nothing about the allocation: a corrupt registry admits no
+// one, so the holder checks again later.
+//
+// last is the stamp the previous Keep returned: while the registry file
+// still has it, nobody changed the file since a was found there, and Keep
+// is one lstat instead of a locked read of the whole registry — a thousand
+// holders checking every few seconds stay cheap.
+func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp Stamp, restored bool, err error) {
+	if now, ok := pathStamp(f.Path); ok && last != (Stamp{}) && now == last {
+		return last, false, nil
+	}
+	stamp, err = f.transform(ctx, func(t *Table) error {
+		restored = false
+		if cur := t.find(a.Name); cur != nil && cur.PID == a.PID {
+			*a = *cur // re-parented since, perhaps: put back as it is now
+			return nil
+		}
+		f.reclaim(t)
+		if err := t.Restore(*a); err != nil {
+			return err
+		}
+		restored = true
+		return nil
+	})
+	if err != nil {
+		return Stamp{}, false, err
+	}
+	return stamp, restored, nil
 }
 
 // Release is the holder's exit (seed 004: Pod 正常終了): remove the
@@ -70,17 +107,20 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reg, _, err := f.load(data)
+	reg, _, err := f.load(file, data)
 	if err != nil {
 		return nil, err
 	}
 	return reg.Tree(f.alive), nil
 }
 
-// Reset moves a corrupt registry aside to Path+".corrupt.<unix-ts>" (never
-// over an earlier one), under its flock, and a backup that does not parse
-// with it. A registry that loads — directly or from its backup — is left
-// alone. It returns the paths things were moved to.
+// Reset moves a registry that does not load aside to
+// Path+".corrupt.<unix-ts>" (never over an earlier one), under its flock,
+// and its backup, if any, with it: that backup could not restore it, and
+// beside the fresh registry it would only mislead. A registry that loads —
+// directly or restored from its backup — is left alone, and so is one that
+// cannot be read for an OS error (EMFILE…), which says nothing about its
+// content. It returns the paths things were moved to.
 func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 	file, data, err := f.openRead(ctx, exclusiveExisting)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -90,15 +130,15 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer file.Close()
-	if _, _, err = f.load(data); err == nil {
-		return nil, nil
+	if _, _, err = f.load(file, data); !errors.Is(err, ErrCorrupt) {
+		return nil, err
 	}
 	var moved []string
 	for _, p := range []string{f.Path, f.backupPath()} {
-		if p == f.backupPath() && !badBackup(f.readBackup()) {
+		if _, err := f.fs().Lstat(p); p == f.backupPath() && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		to, err := moveAside(p, f.now().Unix())
+		to, err := moveAside(f.fs(), p, f.now().Unix())
 		if err != nil {
 			return moved, unusable(err)
 		}
@@ -107,27 +147,16 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 	return moved, nil
 }
 
-// badBackup reports whether a backup exists that load cannot use: one
-// that does not parse, or cannot be read at all (a symlink, a directory,
-// too big). Left beside the fresh registry it would fail every start again.
-func badBackup(data []byte, err error) bool {
-	if err != nil {
-		return !errors.Is(err, fs.ErrNotExist)
-	}
-	_, err = DecodeTable(data)
-	return err != nil
-}
-
 // moveAside renames path to path.corrupt.<ts>, adding .1, .2, … rather than
 // replacing an earlier one.
-func moveAside(path string, ts int64) (string, error) {
+func moveAside(fsys FS, path string, ts int64) (string, error) {
 	base := path + ".corrupt." + strconv.FormatInt(ts, 10)
 	for i := 0; ; i++ {
 		to := base
 		if i > 0 {
 			to += "." + strconv.Itoa(i)
 		}
-		err := locks.OSFS{}.RenameNoReplace(path, to)
+		err := fsys.RenameNoReplace(path, to)
 		if err == nil {
 			return to, nil
 		}

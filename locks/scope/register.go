@@ -3,6 +3,7 @@ package scope
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 	"unicode/utf8"
 )
@@ -12,8 +13,8 @@ type Request struct {
 	// Name must be unique among live allocations; "" picks 6 random hex
 	// digits.
 	Name string
-	// Allow are the scopes requested, normalised (ParseSpec, then
-	// Resolve). At least one.
+	// Allow are the scopes requested, normalised (ResolveSpec for what a
+	// user gives). At least one.
 	Allow []Spec
 	// DelegateFrom names the live allocation this one takes its scope
 	// from; "" for none.
@@ -185,4 +186,66 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 		return Competitor{}, false
 	}
 	return Competitor{Name: other.Name, PID: other.PID, Scopes: touching}, true
+}
+
+// Restore puts a holder's own allocation back after it went missing from
+// the registry, as it was (name, scope, parent, created_at); the caller
+// has reclaimed stale allocations. It refuses with ErrLost when the name is
+// taken, the parent is there but no longer holds the scope, or another
+// live holder — not one of a's own delegates, which still point to it —
+// now writes where a does.
+func (r *Table) Restore(a Allocation) error {
+	if other := r.find(a.Name); other != nil {
+		return fmt.Errorf("%w: its name %q is taken by pid %d", ErrLost, a.Name, other.PID)
+	}
+	var parent *Allocation
+	if a.DelegatedFrom != "" {
+		parent = r.find(a.DelegatedFrom) // gone too: it puts itself back
+	}
+	subtree := r.delegatesOf(a.Name)
+	writes := writeSpecs(a.Allow())
+	want := NewSet(writes...)
+	conflict := &ConflictError{Requested: a.ScopeAllow}
+	for i := range r.Allocations {
+		other := &r.Allocations[i]
+		if other == parent || subtree[i] {
+			continue
+		}
+		if c, ok := competitor(want, writes, other); ok {
+			conflict.Competitors = append(conflict.Competitors, c)
+		}
+	}
+	if parent != nil && !withinParent(want, parent) {
+		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
+	}
+	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
+		return fmt.Errorf("%w: %w", ErrLost, conflict)
+	}
+	a.extra = nil
+	r.Allocations = append(r.Allocations, a)
+	r.RecomputeDenies()
+	return nil
+}
+
+// delegatesOf marks the allocations delegated from name, directly or
+// further down.
+func (r *Table) delegatesOf(name string) map[int]bool {
+	children := make(map[string][]int)
+	for i, a := range r.Allocations {
+		if a.DelegatedFrom != "" {
+			children[a.DelegatedFrom] = append(children[a.DelegatedFrom], i)
+		}
+	}
+	marked := make(map[int]bool)
+	queue := children[name]
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		if marked[i] {
+			continue // a loop a foreign writer made
+		}
+		marked[i] = true
+		queue = append(queue, children[r.Allocations[i].Name]...)
+	}
+	return marked
 }

@@ -9,11 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/internal/testbuild"
 )
 
 // DefaultLockWait bounds the wait for the registry's flock. Every
@@ -52,9 +53,14 @@ func FilePath(flag string, getenv func(string) string) string {
 // written back in place (truncate, one write, fsync) so that programs
 // following the seed's protocol — flock the same file, read, write — see
 // every update; a rename-replace would leave their flock on an orphaned
-// inode. Before each rewrite the content read goes to Path+".bak" (temp +
-// rename), from which a registry torn by a crash or a full disk is
-// recovered.
+// inode.
+//
+// A rewrite cut short (a crash, a full disk) leaves a torn registry. So the
+// new content goes to Path+".bak" first (temp + fsync + rename), and the
+// backup is removed once the rewrite is on the device: a backup beside the
+// registry is always the latest state some withlock set out to write, and
+// a torn registry is restored from it only when it is provably that
+// rewrite cut short (Transform). Anything else is ErrCorrupt.
 //
 // The zero value is not usable: set Path. A Registry holds no open file
 // between calls and may be used from several goroutines.
@@ -68,9 +74,15 @@ type Registry struct {
 	Alive LiveFunc
 	// Now is the clock for created_at; nil means time.Now.
 	Now func() time.Time
+	// FS is the filesystem; nil means OS. Tests inject faults through it.
+	FS FS
+}
 
-	// rewrite replaces the content of the locked file; tests inject faults.
-	rewrite func(f *os.File, data []byte) error
+func (f *Registry) fs() FS {
+	if f.FS != nil {
+		return f.FS
+	}
+	return OS{}
 }
 
 func (f *Registry) backupPath() string { return f.Path + ".bak" }
@@ -96,201 +108,190 @@ func (f *Registry) now() time.Time {
 	return time.Now()
 }
 
-// Transform is the registry's one way to change: lock, read (recovering a
-// torn registry from the backup), apply fn, back up what was read, write
-// the result in place, unlock. When fn returns an error nothing is
-// written. Nothing is written either when the content would not change.
-//
-// The backup is written to a temp file and fsynced while fn runs (a
-// start's sweep is a thousand /proc reads, and on a disk the fsync is
-// most of a millisecond), then renamed into place before the registry is
-// truncated — or removed when the registry is not rewritten after all.
+// Transform is the registry's one way to change: lock, read (restoring a
+// torn registry where that is provably right), apply fn, write the result
+// in place, unlock. When fn returns an error nothing is written. Nothing is
+// written either when the content would not change.
 func (f *Registry) Transform(ctx context.Context, fn func(*Table) error) error {
+	_, err := f.transform(ctx, fn)
+	return err
+}
+
+// Stamp is what the registry file looked like at one moment: which file,
+// its size and its modification and change times. A file that still has a
+// stamp still holds what was read when it was taken (the kernel gives a
+// change made after a stamp was taken a newer time).
+type Stamp struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds since the epoch
+}
+
+// transform is Transform, returning the stamp of the file as it left it.
+func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp Stamp, err error) {
 	file, data, err := f.openRead(ctx, exclusive)
 	if err != nil {
-		return err
+		return Stamp{}, err
 	}
-	defer file.Close() // releases the flock
-	reg, backup, err := f.load(data)
+	defer file.Close() // releases the flock; after the stamp below
+	defer func() {
+		if err == nil {
+			stamp, _ = fileStamp(file)
+		}
+	}()
+	reg, restored, err := f.load(file, data)
 	if err != nil {
-		return err
+		return Stamp{}, err
 	}
-	var staged *stagedBackup
-	if backup != nil {
-		staged = f.stageBackup(backup)
-		defer staged.discard()
+	if !restored {
+		// The registry read well: a backup beside it is no rewrite in
+		// flight (ours completed, or was undone) and must not be taken
+		// for one later.
+		f.removeBackup()
 	}
 	if err := fn(reg); err != nil {
-		return err
+		return Stamp{}, err
 	}
 	out := reg.Encode()
-	if bytes.Equal(out, data) {
-		return nil
+	if !restored && bytes.Equal(out, data) {
+		return Stamp{}, nil
 	}
-	if staged != nil {
-		if err := staged.commit(); err != nil {
-			return err
-		}
-	}
-	return f.replaceContent(file, out, data)
+	return Stamp{}, f.write(file, out, data, restored)
 }
 
-// emptyTable is what a new, empty registry holds once written.
-var emptyTable = (&Table{}).Encode()
+// restoreWindow bounds how much later than its backup a torn registry may
+// have been written to count as that very rewrite cut short: the rewrite
+// starts right after the backup is renamed into place.
+const restoreWindow = 10 * time.Second
 
-// load parses what the registry holds. It also says what the backup should
-// become before the rewrite: the content read when it parsed, the empty
-// registry when the file was new, nothing when the backup was used.
+// load parses what the registry holds. restored says the content came from
+// the backup and must be written back.
 //
-// An empty file is a new registry — unless a good backup exists: we never
-// write an empty registry file, so then a rewrite was torn after its
-// truncate. A file that does not parse is recovered from a good backup;
-// without one it is ErrCorrupt and left as it is.
-func (f *Registry) load(data []byte) (reg *Table, backup []byte, err error) {
-	var parseErr error
+// A registry that does not parse — torn, emptied, garbage — is restored
+// from the backup only when all of these hold: the backup parses, the
+// registry's bytes are a prefix of it (a rewrite cut short writes a prefix
+// of what it meant to write), and the registry was last written within
+// restoreWindow of the backup (a later writer's torn file is not ours).
+// An empty file with no backup is a new registry only when it was never
+// written since it was created (its birth time is its modification time):
+// one emptied by another writer is not. Everything else is ErrCorrupt,
+// naming the file and `withlock scope reset`; an OS error reading the
+// backup (EMFILE, ENOMEM, EIO…) is ErrUnusable and says what failed.
+func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, err error) {
+	why := "empty"
 	if len(data) > 0 {
-		if reg, parseErr = DecodeTable(data); parseErr == nil {
-			return reg, data, nil
+		reg, err := DecodeTable(data)
+		if err == nil {
+			return reg, false, nil
 		}
+		why = err.Error()
 	}
-	bak, bakErr := f.readBackup()
-	if bakErr == nil {
-		if reg, err := DecodeTable(bak); err == nil {
-			f.Log.Warn().Str("registry", f.Path).Str("backup", f.backupPath()).
-				AnErr("parse_error", parseErr).Msg("scope registry torn or corrupt: recovered from backup")
-			return reg, nil, nil
-		}
-	}
-	if len(data) == 0 && errors.Is(bakErr, fs.ErrNotExist) {
-		return &Table{}, emptyTable, nil
-	}
-	if parseErr == nil {
-		parseErr = errors.New("empty")
-	}
-	return nil, nil, fmt.Errorf("%w: %s: %v, and no good backup at %s (%s); `withlock scope reset` moves it aside",
-		ErrCorrupt, f.Path, parseErr, f.backupPath(), describeBackupErr(bakErr))
-}
-
-func describeBackupErr(err error) string {
+	bak, bakInfo, bakErr := f.readBackup()
 	switch {
-	case err == nil:
-		return "it does not parse either"
-	case errors.Is(err, fs.ErrNotExist):
-		return "none"
+	case bakErr == nil:
+		reg, err := DecodeTable(bak)
+		if err != nil {
+			why += fmt.Sprintf(", and its backup %s does not parse either (%v)", f.backupPath(), err)
+			break
+		}
+		if !bytes.HasPrefix(bak, data) {
+			why += fmt.Sprintf(", and its backup %s is not a rewrite of it cut short (another writer changed it)", f.backupPath())
+			break
+		}
+		if written, ok := modTime(file); !ok || written.Sub(bakInfo.ModTime()) > restoreWindow {
+			why += fmt.Sprintf(", and its backup %s is older than its last write", f.backupPath())
+			break
+		}
+		f.Log.Warn().Str("registry", f.Path).Str("backup", f.backupPath()).Str("parse_error", why).
+			Msg("scope registry torn by a rewrite cut short: restored from its backup")
+		return reg, true, nil
+	case errors.Is(bakErr, fs.ErrNotExist):
+		if len(data) == 0 && neverWritten(file) {
+			return &Table{}, false, nil
+		}
+		if len(data) == 0 {
+			why = "emptied by another writer"
+		}
+		why += ", and no backup of a rewrite in flight"
+	case errors.Is(bakErr, errBadBackup):
+		why += fmt.Sprintf(", and %v", bakErr)
+	default:
+		return nil, false, unusable(fmt.Errorf("%s is torn (%s) and its backup cannot be read: %w", f.Path, why, bakErr))
 	}
-	return err.Error()
+	return nil, false, fmt.Errorf("%w: %s: %s; `withlock scope reset` moves it aside (live holders put their allocations back within 5s)",
+		ErrCorrupt, f.Path, why)
 }
 
-func (f *Registry) readBackup() ([]byte, error) {
-	data, _, err := locks.OSFS{}.ReadLockFile(f.backupPath(), maxSize)
-	if err == nil && len(data) > maxSize {
-		err = fmt.Errorf("%s: over %d bytes", f.backupPath(), maxSize)
+// errBadBackup marks a backup that is there but is no file load could use
+// (a symlink, a directory, too big): reset moves it aside.
+var errBadBackup = errors.New("bad backup")
+
+func (f *Registry) readBackup() ([]byte, fs.FileInfo, error) {
+	data, fi, err := f.fs().ReadLockFile(f.backupPath(), maxSize)
+	switch {
+	case err == nil && len(data) > maxSize:
+		return nil, nil, fmt.Errorf("%w: %s is over %d bytes", errBadBackup, f.backupPath(), maxSize)
+	case errors.Is(err, syscall.ELOOP) || (fi != nil && !fi.Mode().IsRegular()):
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", errBadBackup, f.backupPath())
 	}
-	return data, err
+	return data, fi, err
 }
 
-// stagedBackup is the last good content on its way to Path+".bak": a temp
-// file in the same directory, written and fsynced by a goroutine. commit
-// renames it over the old backup; discard removes it unless committed.
-// Either waits for the goroutine, so none outlives Transform.
-type stagedBackup struct {
-	tmp, path string
-	done      chan struct{}
-	err       error // of writeSynced; read after done is closed
-	committed bool
-}
-
-func (f *Registry) stageBackup(data []byte) *stagedBackup {
-	b := &stagedBackup{
-		tmp:  f.backupPath() + ".tmp." + randomName(),
-		path: f.backupPath(),
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(b.done)
-		b.err = writeSynced(b.tmp, data)
-	}()
-	return b
-}
-
-// commit puts the staged backup in place once it is on the device.
-func (b *stagedBackup) commit() error {
-	<-b.done
-	if b.err != nil {
-		return unusable(fmt.Errorf("back up scope registry: %w", b.err))
-	}
-	if err := os.Rename(b.tmp, b.path); err != nil {
+// write backs up out, rewrites the registry in place and removes the
+// backup. When the rewrite fails (ENOSPC, EIO) it tries to put the previous
+// content back — not after a restore, whose previous content is torn — and
+// then the backup, of a rewrite that did not happen, goes too; failing
+// that, the backup restores the registry on the next open.
+func (f *Registry) write(file *os.File, out, previous []byte, restored bool) error {
+	if err := f.backUp(out); err != nil {
 		return unusable(fmt.Errorf("back up scope registry: %w", err))
 	}
-	b.committed = true
-	return nil
-}
-
-// discard removes the temp file of a backup that was not committed
-// (writeSynced removed it already if it failed).
-func (b *stagedBackup) discard() {
-	<-b.done
-	if !b.committed && b.err == nil {
-		os.Remove(b.tmp)
-	}
-}
-
-// writeSynced creates path with data and fsyncs it: the backup must be on
-// the device before the registry is truncated, or a power cut could leave
-// a torn registry beside an empty backup.
-func writeSynced(path string, data []byte) (err error) {
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	if _, err := file.Write(data); err != nil {
-		return err
-	}
-	return file.Sync()
-}
-
-// replaceContent rewrites the locked registry in place. When that fails
-// (ENOSPC) it tries to put the previous content back; failing that, the
-// backup written just before serves the next reader.
-func (f *Registry) replaceContent(file *os.File, data, previous []byte) error {
-	rewrite := f.rewrite
-	if rewrite == nil {
-		rewrite = rewriteInPlace
-	}
-	err := rewrite(file, data)
+	err := f.rewrite(file, out)
 	if err == nil {
+		f.removeBackup()
 		return nil
 	}
-	if len(previous) > 0 {
-		if rerr := rewriteInPlace(file, previous); rerr != nil {
-			f.Log.Warn().Err(rerr).Str("registry", f.Path).Msg("could not restore scope registry; its backup will be used")
+	if !restored {
+		if rerr := f.fs().Rewrite(file, previous); rerr != nil {
+			f.Log.Warn().Err(rerr).Str("registry", f.Path).Msg("could not put the scope registry back; its backup will restore it")
+		} else {
+			f.removeBackup()
 		}
 	}
 	return unusable(&fs.PathError{Op: "rewrite", Path: f.Path, Err: err})
 }
 
-// rewriteInPlace is truncate + one write + fsync on the same inode.
-func rewriteInPlace(file *os.File, data []byte) error {
-	if err := file.Truncate(0); err != nil {
+func (f *Registry) removeBackup() {
+	if err := f.fs().Remove(f.backupPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.Log.Warn().Err(err).Str("backup", f.backupPath()).Msg("could not remove the scope registry's backup")
+	}
+}
+
+// backUp writes data to the backup through a temp file in the same
+// directory, fsynced before it is renamed into place: the backup must be
+// on the device before the registry is truncated, or a power cut could
+// leave a torn registry beside an empty backup.
+func (f *Registry) backUp(data []byte) error {
+	tmp := f.backupPath() + ".tmp." + randomName()
+	if err := f.fs().WriteSynced(tmp, data, 0o600); err != nil {
 		return err
 	}
-	if crashPointsEnabled && len(data) > 1 {
-		// Test-only build: leave a torn registry and die here.
-		file.WriteAt(data[:len(data)/2], 0)
-		crashPoint("scope:mid-write")
-	}
-	if _, err := file.WriteAt(data, 0); err != nil {
+	if err := f.fs().Rename(tmp, f.backupPath()); err != nil {
+		f.fs().Remove(tmp)
 		return err
 	}
-	return file.Sync()
+	return nil
+}
+
+// rewrite rewrites the registry in place; in the crash build it can die
+// halfway (WITHLOCK_CRASH_AT=scope:mid-write), leaving a torn registry.
+func (f *Registry) rewrite(file *os.File, data []byte) error {
+	if testbuild.CrashAt != nil && len(data) > 1 {
+		if err := f.fs().Rewrite(file, data[:len(data)/2]); err == nil {
+			testbuild.CrashAt("scope:mid-write")
+		}
+	}
+	return f.fs().Rewrite(file, data)
 }
 
 // openRead opens the registry with access, which takes its flock, and
@@ -300,7 +301,7 @@ func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.Fil
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := readRegistry(file, f.Path)
+	data, err := f.readRegistry(file)
 	if err != nil {
 		file.Close()
 		return nil, nil, err
@@ -308,17 +309,13 @@ func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.Fil
 	return file, data, nil
 }
 
-// readRegistry reads the whole locked file; past maxSize only one
-// byte more is read, for DecodeTable to refuse.
-func readRegistry(file *os.File, path string) ([]byte, error) {
-	fi, err := file.Stat()
+// readRegistry reads the whole locked file; past maxSize only one byte
+// more is read, for DecodeTable to refuse. An error is ErrUnusable, never
+// ErrCorrupt: it says nothing about what the file holds.
+func (f *Registry) readRegistry(file *os.File) ([]byte, error) {
+	data, err := f.fs().ReadRegistry(file, maxSize)
 	if err != nil {
-		return nil, unusable(err)
-	}
-	data := make([]byte, min(fi.Size(), maxSize+1))
-	n, err := file.ReadAt(data, 0)
-	if err != nil && n < len(data) {
-		return nil, unusable(&fs.PathError{Op: "read", Path: path, Err: err})
+		return nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
 	}
 	return data, nil
 }

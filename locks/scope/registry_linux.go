@@ -16,8 +16,12 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// oNoFollow makes an open refuse a symlink in the last component.
-const oNoFollow = unix.O_NOFOLLOW
+// oNoFollow makes an open refuse a symlink in the last component;
+// oNonblock keeps it from blocking on a FIFO planted at the path.
+const (
+	oNoFollow = unix.O_NOFOLLOW
+	oNonblock = unix.O_NONBLOCK
+)
 
 // maxReopen bounds how often the registry is reopened because the path
 // named another file by the time its flock was granted (moved aside by
@@ -59,22 +63,23 @@ func (f *Registry) openLocked(ctx context.Context, access registryAccess) (*os.F
 func (f *Registry) checkDir(access registryAccess) error {
 	dir := filepath.Dir(f.Path)
 	if access != exclusive {
-		if _, err := os.Lstat(dir); err != nil {
+		if _, err := f.fs().Lstat(dir); err != nil {
 			return err // fs.ErrNotExist: no registry yet
 		}
 	}
-	if err := locks.EnsureDir(locks.OSFS{}, dir); err != nil {
+	if err := locks.EnsureDir(f.fs(), dir); err != nil {
 		return unusable(fmt.Errorf("scope registry directory: %w", err))
 	}
 	return nil
 }
 
 func (f *Registry) openChecked(access registryAccess) (*os.File, error) {
-	flags := os.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK
-	if access == exclusive {
-		flags |= os.O_CREATE
+	file, err := f.fs().OpenRegistry(f.Path)
+	if errors.Is(err, fs.ErrNotExist) && access == exclusive {
+		if err = f.create(); err == nil {
+			file, err = f.fs().OpenRegistry(f.Path)
+		}
 	}
-	file, err := os.OpenFile(f.Path, flags, 0o600)
 	switch {
 	case errors.Is(err, syscall.ELOOP):
 		return nil, unusable(fmt.Errorf("scope registry %s is a symlink: refused", f.Path))
@@ -88,6 +93,21 @@ func (f *Registry) openChecked(access registryAccess) (*os.File, error) {
 		return nil, unusable(err)
 	}
 	return file, nil
+}
+
+// create puts an empty registry at Path — whole, never an empty file,
+// which load would have to take for one emptied by a writer — unless
+// another process just did (EEXIST is no error).
+func (f *Registry) create() error {
+	tmp := f.Path + ".tmp." + randomName()
+	if err := f.fs().WriteNew(tmp, (&Table{}).Encode(), 0o600); err != nil {
+		return err
+	}
+	defer f.fs().Remove(tmp)
+	if err := f.fs().Link(tmp, f.Path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // checkRegistryFile refuses anything but a regular file of ours and makes
@@ -159,4 +179,49 @@ func namesFile(path string, file *os.File) (bool, error) {
 		return false, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	return open.Dev == named.Dev && open.Ino == named.Ino, nil
+}
+
+// modTime is the open file's last modification time.
+func modTime(file *os.File) (time.Time, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(st.Mtim.Unix()), true
+}
+
+// neverWritten reports whether the open file was never modified since it
+// was created: its birth time is its modification time, to the
+// nanosecond. A file created empty by another program that follows the
+// seed's protocol is a new registry; one that held allocations and was
+// truncated is not. Where the filesystem keeps no birth time it cannot
+// tell, and says no.
+func neverWritten(file *os.File) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(int(file.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_BTIME|unix.STATX_MTIME, &stx); err != nil {
+		return false
+	}
+	return stx.Mask&unix.STATX_BTIME != 0 && stx.Btime == stx.Mtime
+}
+
+// fileStamp and pathStamp take the stamp of the open file and of what the
+// path names now (not following a symlink).
+func fileStamp(file *os.File) (Stamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+		return Stamp{}, false
+	}
+	return stampOf(&st), true
+}
+
+func pathStamp(path string) (Stamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return Stamp{}, false
+	}
+	return stampOf(&st), true
+}
+
+func stampOf(st *unix.Stat_t) Stamp {
+	return Stamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }

@@ -1,10 +1,12 @@
 package scope
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +54,6 @@ func TestScopeRegistryPermissions(t *testing.T) {
 	mustRegister(t, f, self(t).request("a", "/p:write"))
 	assertMode(t, filepath.Dir(f.Path), 0o700)
 	assertMode(t, f.Path, 0o600)
-	assertMode(t, f.Path+".bak", 0o600)
 
 	// A registry left 0644 by someone else's writer is made 0600.
 	if err := os.Chmod(f.Path, 0o644); err != nil {
@@ -60,6 +61,10 @@ func TestScopeRegistryPermissions(t *testing.T) {
 	}
 	mustRegister(t, f, self(t).request("b", "/q:write"))
 	assertMode(t, f.Path, 0o600)
+
+	// The backup of a rewrite that did not complete is 0600 too.
+	crashMidRewrite(t, f, self(t).request("c", "/r:write"), func(b []byte) []byte { return b[:1] })
+	assertMode(t, f.Path+".bak", 0o600)
 }
 
 func assertMode(t *testing.T, path string, want os.FileMode) {
@@ -162,35 +167,33 @@ func TestScopeRegistryRefusesUnsafePlaces(t *testing.T) {
 }
 
 // TestScopeRegistryRewritesInPlace: the inode never changes, so another
-// program's flock on it stays meaningful; the backup holds the previous
-// content.
+// program's flock on it stays meaningful; once the rewrite is on the
+// device its backup is gone, and no temp file is left.
 func TestScopeRegistryRewritesInPlace(t *testing.T) {
 	f, _ := newRegistry(t)
 	me := self(t)
 	mustRegister(t, f, me.request("a", "/a:write"))
 	before := inodeOf(t, f.Path)
-	previous, _ := readFileString(f.Path)
 	mustRegister(t, f, me.request("b", "/b:write"))
 	if inodeOf(t, f.Path) != before {
 		t.Fatal("registry inode changed: it was replaced, not rewritten in place")
 	}
-	if bak, _ := readFileString(f.Path + ".bak"); bak != previous {
-		t.Fatalf("backup is not the previous content:\n%s\n---\n%s", bak, previous)
+	if _, err := os.Lstat(f.Path + ".bak"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("backup left after a completed rewrite: %v", err)
 	}
-	if leftovers, _ := filepath.Glob(f.Path + ".bak.tmp.*"); len(leftovers) > 0 {
+	if leftovers, _ := filepath.Glob(f.Path + ".*tmp.*"); len(leftovers) > 0 {
 		t.Fatalf("temp files left: %v", leftovers)
 	}
 }
 
-// TestScopeTransformWithoutChangeWritesNothing: the backup is staged while
-// fn runs, but when fn fails or changes nothing neither the registry nor
-// its backup changes, and no temp file is left.
+// TestScopeTransformWithoutChangeWritesNothing: when fn fails or changes
+// nothing the registry is not written, and no backup or temp file appears.
 func TestScopeTransformWithoutChangeWritesNothing(t *testing.T) {
 	f, _ := newRegistry(t)
 	mustRegister(t, f, self(t).request("a", "/a:write"))
 	mustRegister(t, f, self(t).request("b", "/b:write"))
 	registry, _ := readFileString(f.Path)
-	backup, _ := readFileString(f.Path + ".bak")
+	written := modTimeOf(t, f.Path)
 	refused := errors.New("refused")
 	for _, fn := range []func(*Table) error{
 		func(*Table) error { return refused },
@@ -199,16 +202,22 @@ func TestScopeTransformWithoutChangeWritesNothing(t *testing.T) {
 		if err := f.Transform(context.Background(), fn); err != nil && err != refused {
 			t.Fatal(err)
 		}
-		if got, _ := readFileString(f.Path); got != registry {
-			t.Fatalf("registry changed:\n%s", got)
+		if got, _ := readFileString(f.Path); got != registry || !modTimeOf(t, f.Path).Equal(written) {
+			t.Fatalf("registry written:\n%s", got)
 		}
-		if got, _ := readFileString(f.Path + ".bak"); got != backup {
-			t.Fatalf("backup changed:\n%s", got)
-		}
-		if leftovers, _ := filepath.Glob(f.Path + ".bak.tmp.*"); len(leftovers) > 0 {
-			t.Fatalf("temp files left: %v", leftovers)
+		if leftovers, _ := filepath.Glob(f.Path + ".*"); len(leftovers) > 0 {
+			t.Fatalf("files left beside the registry: %v", leftovers)
 		}
 	}
+}
+
+func modTimeOf(t *testing.T, path string) time.Time {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.ModTime()
 }
 
 func inodeOf(t *testing.T, path string) uint64 {
@@ -242,37 +251,145 @@ func TestScopeRegistryKeepsForeignFields(t *testing.T) {
 	}
 }
 
-// TestScopeRegistryRecoversTornFileFromBackup: a rewrite cut short by a
-// crash or a full disk leaves a prefix (or nothing, right after the
-// truncate); the next opener takes the backup, says so, and goes on.
-func TestScopeRegistryRecoversTornFileFromBackup(t *testing.T) {
+// crashMidRewrite registers q and stops the registering goroutine inside
+// the in-place rewrite, after the truncate and cut bytes of the new content
+// — as a crash or a full disk would leave it: the flock goes with the
+// descriptor, the torn registry and the backup of the rewrite stay.
+func crashMidRewrite(t *testing.T, f *Registry, q Request, cut func([]byte) []byte) {
+	t.Helper()
+	f.FS = &faultFS{rewrite: func(file *os.File, data []byte) error {
+		file.Truncate(0)
+		file.WriteAt(cut(data), 0)
+		runtime.Goexit()
+		return nil
+	}}
+	defer func() { f.FS = nil }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Register(context.Background(), q)
+		t.Error("the rewrite was not interrupted")
+	}()
+	<-done
+}
+
+// TestScopeRegistryRestoresTornRewrite: a rewrite cut short leaves a prefix
+// of the new content (or nothing, right after the truncate) beside its
+// backup; the next opener restores exactly that new state — the allocation
+// being written included — says so, and goes on.
+func TestScopeRegistryRestoresTornRewrite(t *testing.T) {
 	for _, tear := range []struct {
 		name string
-		cut  func(string) string
+		cut  func([]byte) []byte
 	}{
-		{"prefix", func(s string) string { return s[:len(s)/2] }},
-		{"empty", func(string) string { return "" }},
-		{"garbage", func(string) string { return "\x00\x00\x00" }},
+		{"prefix", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"empty", func([]byte) []byte { return nil }},
+		{"all but the newline", func(b []byte) []byte { return b[:len(b)-1] }},
 	} {
 		t.Run(tear.name, func(t *testing.T) {
 			f, logs := newRegistry(t)
 			me := self(t)
 			mustRegister(t, f, me.request("first", "/first:write"))
 			mustRegister(t, f, me.request("second", "/second:write"))
-			good, _ := readFileString(f.Path)
-			if err := os.WriteFile(f.Path, []byte(tear.cut(good)), 0o600); err != nil {
-				t.Fatal(err)
+			crashMidRewrite(t, f, me.request("third", "/third:write"), tear.cut)
+			if _, err := os.Lstat(f.Path + ".bak"); err != nil {
+				t.Fatalf("no backup beside the torn registry: %v", err)
 			}
-			mustRegister(t, f, me.request("third", "/third:write"))
-			// The backup held the content before "second" was added.
-			if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"first", "third"}) {
+			mustRegister(t, f, me.request("fourth", "/fourth:write"))
+			if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"first", "second", "third", "fourth"}) {
 				t.Fatalf("allocations %v", got)
 			}
-			if !strings.Contains(logs.String(), "recovered from backup") {
-				t.Errorf("recovery not logged: %s", logs)
+			if tear.name != "all but the newline" && !strings.Contains(logs.String(), "restored from its backup") {
+				t.Errorf("restore not logged: %s", logs)
+			}
+			// The restored third still holds its scope.
+			if _, err := f.Register(context.Background(), me.request("over-third", "/third:write")); !errors.Is(err, ErrConflict) {
+				t.Fatalf("a writer over the restored allocation: %v, want a conflict", err)
 			}
 		})
 	}
+}
+
+// TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest: a registry torn or
+// emptied by another writer — no backup, a backup it is no prefix of, a
+// backup older than the registry's last write — is ErrCorrupt naming the
+// file and `withlock scope reset`, and left as it is: never is a writer
+// admitted over the allocations it held.
+func TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest(t *testing.T) {
+	type state struct{ registry, backup []byte }
+	for _, tt := range []struct {
+		name   string
+		damage func(t *testing.T, f *Registry, good []byte)
+	}{
+		{"torn by another writer, no backup", func(t *testing.T, f *Registry, good []byte) {
+			writeKeepingInode(t, f.Path, good[:len(good)/2])
+		}},
+		{"emptied by another writer, no backup", func(t *testing.T, f *Registry, good []byte) {
+			writeKeepingInode(t, f.Path, nil)
+		}},
+		{"garbage beside a backup", func(t *testing.T, f *Registry, good []byte) {
+			crashMidRewrite(t, f, self(t).request("third", "/third:write"), func([]byte) []byte { return []byte("\x00\x00") })
+		}},
+		{"another writer's torn rewrite beside an older backup", func(t *testing.T, f *Registry, good []byte) {
+			crashMidRewrite(t, f, self(t).request("third", "/third:write"), func(b []byte) []byte { return b[:len(b)/2] })
+			old := time.Now().Add(-time.Minute)
+			if err := os.Chtimes(f.Path+".bak", old, old); err != nil {
+				t.Fatal(err)
+			}
+			bak, _ := os.ReadFile(f.Path + ".bak")
+			writeKeepingInode(t, f.Path, bak[:len(bak)/3])
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _ := newRegistry(t)
+			me := self(t)
+			mustRegister(t, f, me.request("first", "/first:write"))
+			mustRegister(t, f, me.request("second", "/second:write"))
+			good, _ := os.ReadFile(f.Path)
+			tt.damage(t, f, good)
+			damaged, _ := os.ReadFile(f.Path)
+			_, err := f.Register(context.Background(), me.request("over-second", "/second:write"))
+			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
+				t.Fatalf("register over the damaged registry = %v, want ErrCorrupt", err)
+			}
+			for _, want := range []string{f.Path, "withlock scope reset"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			if got, _ := os.ReadFile(f.Path); !bytes.Equal(got, damaged) {
+				t.Fatalf("damaged registry changed to %q", got)
+			}
+		})
+	}
+}
+
+// writeKeepingInode rewrites path in place, as another program following
+// the seed's protocol does (under the flock, which it then drops).
+func writeKeepingInode(t *testing.T, path string, data []byte) {
+	t.Helper()
+	file := flockFile(t, path)
+	defer file.Close()
+	if err := file.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScopeRegistryEmptyNewFileIsNew: an empty file that was never written
+// since it was created (another program's fresh registry, `touch`) is an
+// empty registry.
+func TestScopeRegistryEmptyNewFileIsNew(t *testing.T) {
+	f, _ := newRegistry(t)
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.Path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, f, self(t).request("a", "/a:write"))
 }
 
 // TestScopeRegistryCorruptWithoutBackup: never silently emptied — an error
@@ -337,34 +454,6 @@ func TestScopeResetMovesCorruptRegistryAside(t *testing.T) {
 		if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"fresh"}) {
 			t.Fatalf("after reset: %v", got)
 		}
-	}
-}
-
-// TestScopeRegistryWriteFailureKeepsPreviousContent injects ENOSPC after
-// half of the rewrite.
-func TestScopeRegistryWriteFailureKeepsPreviousContent(t *testing.T) {
-	f, _ := newRegistry(t)
-	me := self(t)
-	mustRegister(t, f, me.request("kept", "/kept:write"))
-	previous, _ := readFileString(f.Path)
-	f.rewrite = func(file *os.File, data []byte) error {
-		if err := file.Truncate(0); err != nil {
-			return err
-		}
-		file.WriteAt(data[:len(data)/2], 0)
-		return syscall.ENOSPC
-	}
-	_, err := f.Register(context.Background(), me.request("lost", "/lost:write"))
-	if !errors.Is(err, ErrUnusable) || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), f.Path) {
-		t.Fatalf("register = %v, want ENOSPC as ErrUnusable naming the file", err)
-	}
-	if got, _ := readFileString(f.Path); got != previous {
-		t.Fatalf("registry after a failed write:\n%s\nwant\n%s", got, previous)
-	}
-	f.rewrite = nil
-	mustRegister(t, f, me.request("next", "/next:write"))
-	if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"kept", "next"}) {
-		t.Fatalf("allocations %v", got)
 	}
 }
 
@@ -441,8 +530,6 @@ func TestScopeRegistryWaiterFollowsMovedFile(t *testing.T) {
 	if got, _ := readFileString(aside); got != orphan {
 		t.Fatal("the moved-aside registry was written to")
 	}
-	// A fresh registry file took the place; being empty with a good backup
-	// beside it, it started from that backup (taken before "old" came).
 	if got := names(readRegistryFile(t, f.Path)); !slices.Equal(got, []string{"new"}) {
 		t.Fatalf("allocations %v", got)
 	}
@@ -487,7 +574,7 @@ func TestScopeResetMovesUnreadableBackupAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join(t.TempDir(), "good.json")
-	if err := os.WriteFile(good, emptyTable, 0o600); err != nil {
+	if err := os.WriteFile(good, (&Table{}).Encode(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(f.Path + ".bak")

@@ -1,7 +1,10 @@
 package scope
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -43,11 +46,13 @@ func (s Spec) String() string {
 	return out
 }
 
-// ParseSpec reads `PATH:MODE[:recursive]`. The path may itself contain
-// colons: the suffixes are taken from the right. PATH must be absolute; it
-// is cleaned lexically (trailing slashes, `.`, `..`) but the filesystem is
-// not consulted — Resolve does that. The error quotes the offending
-// text and matches ErrUsage.
+// ParseSpec reads `PATH:MODE[:recursive]` in normalised form, as the
+// registry stores it. The path may itself contain colons: the suffixes are
+// taken from the right. PATH must be absolute; it is cleaned lexically
+// (trailing slashes, `.`, `..`) but the filesystem is not consulted: a
+// scope a user gives goes through ResolveSpec instead, which resolves
+// symlinks before "..". The error quotes the offending text and matches
+// ErrUsage.
 func ParseSpec(text string) (Spec, error) {
 	s, err := splitSpec(text)
 	if err != nil {
@@ -60,10 +65,23 @@ func ParseSpec(text string) (Spec, error) {
 // splitSpec is ParseSpec without the cleaning, which cannot fail: the
 // registry decoder checks every scope it reads with it.
 func splitSpec(text string) (Spec, error) {
+	s, err := cutMode(text)
+	if err == nil {
+		err = checkPath(s.Path)
+	}
+	if err != nil {
+		return Spec{}, syntaxError(text, err.Error())
+	}
+	return s, nil
+}
+
+// cutMode takes the mode and ":recursive" off the right of text; the rest
+// is the path, unchecked.
+func cutMode(text string) (Spec, error) {
 	rest, recursive := strings.CutSuffix(text, ":recursive")
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		return Spec{}, syntaxError(text, "want PATH:MODE[:recursive]")
+		return Spec{}, errors.New("want PATH:MODE[:recursive]")
 	}
 	path, modeText := rest[:i], rest[i+1:]
 	var mode Mode
@@ -73,10 +91,7 @@ func splitSpec(text string) (Spec, error) {
 	case "write":
 		mode = Write
 	default:
-		return Spec{}, syntaxError(text, fmt.Sprintf("mode %q is not read or write", modeText))
-	}
-	if err := checkPath(path); err != nil {
-		return Spec{}, syntaxError(text, err.Error())
+		return Spec{}, fmt.Errorf("mode %q is not read or write", modeText)
 	}
 	return Spec{Path: path, Mode: mode, Recursive: recursive}, nil
 }
@@ -112,29 +127,90 @@ func ParseSpecs(texts []string) ([]Spec, error) {
 	return out, nil
 }
 
-// Resolve resolves symlinks in the scope's path where the path exists:
-// the longest existing prefix is resolved with filepath.EvalSymlinks and the
-// rest appended, so a scope on a directory not yet created still names the
-// place it will be created in. ".." was already applied lexically by
-// ParseSpec.
-func Resolve(s Spec) Spec {
-	s.Path = resolveExistingPrefix(s.Path)
-	return s
+// ResolveSpec reads a scope as a user gives it (--allow) and normalises it
+// the way the kernel would reach the path: a relative PATH is taken from
+// cwd, then Resolve. Errors match ErrUsage.
+func ResolveSpec(text, cwd string) (Spec, error) {
+	s, err := cutMode(text)
+	if err != nil {
+		return Spec{}, syntaxError(text, err.Error())
+	}
+	if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
+		s.Path = cwd + "/" + s.Path // not Join: Resolve, not Clean, takes the ".."
+	}
+	if err := checkPath(s.Path); err != nil {
+		return Spec{}, syntaxError(text, err.Error())
+	}
+	if s.Path, err = Resolve(s.Path); err != nil {
+		return Spec{}, syntaxError(text, err.Error())
+	}
+	return s, nil
 }
 
-func resolveExistingPrefix(path string) string {
-	tail := ""
-	for {
-		if real, err := filepath.EvalSymlinks(path); err == nil {
-			return filepath.Join(real, tail)
-		}
-		parent := filepath.Dir(path)
-		if parent == path {
-			return filepath.Join(path, tail)
-		}
-		tail = filepath.Join(filepath.Base(path), tail)
-		path = parent
+// maxSymlinks is how many symlinks Resolve follows before giving up, as
+// the kernel does (ELOOP after 40).
+const maxSymlinks = 40
+
+// Resolve returns the absolute path the kernel reaches through path:
+// component by component from the root, a symlink replaced by its target
+// (relative to the directory holding it) before the next component — so
+// "lnk/.." is the parent of lnk's target, not the directory holding lnk —
+// and ".." taken from the directory actually reached. From the first
+// component that does not exist (or cannot be looked at) the rest is
+// cleaned lexically: a scope on a directory not yet created names the
+// place it will be created in. The result is clean. Only a symlink loop is
+// an error.
+func Resolve(path string) (string, error) {
+	if !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("path %q is not absolute", path)
 	}
+	resolved := "/"
+	rest := splitComponents(path)
+	links := 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Not there (or not reachable): the rest is named, not found.
+			return filepath.Join(append([]string{next}, rest...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, rest...)...), nil
+		}
+		if strings.HasPrefix(target, "/") {
+			resolved = "/"
+		}
+		rest = append(splitComponents(target), rest...)
+	}
+	return resolved, nil
+}
+
+// splitComponents splits a path into its names, dropping empty ones.
+func splitComponents(path string) []string {
+	var out []string
+	for _, name := range strings.Split(path, "/") {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // specStrings renders scopes in normalised form.

@@ -58,38 +58,64 @@ func TestParseScopeRejects(t *testing.T) {
 	}
 }
 
-func TestResolveScopeFollowsSymlinksOfExistingPrefix(t *testing.T) {
-	root := t.TempDir()
-	real := filepath.Join(root, "real")
-	if err := os.MkdirAll(filepath.Join(real, "src"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, filepath.Join(root, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(root, "dangling")); err != nil {
-		t.Fatal(err)
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
+// TestResolveLikeTheKernel: symlinks are followed before "..", as the
+// kernel follows them, and the part that does not exist is cleaned
+// lexically after the existing prefix is resolved.
+func TestResolveLikeTheKernel(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, dir := range []string{"real/src", "a", "b/c"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"link":       filepath.Join(root, "real"),
+		"dangling":   filepath.Join(root, "nowhere"),
+		"a/lnk":      "../b/c", // relative: from the directory holding it
+		"a/abs":      filepath.Join(root, "b/c"),
+		"loop":       filepath.Join(root, "loop"),
+		"a/chain":    "lnk",
+		"real/upper": "..",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct{ in, want string }{
 		{"/link/src", "/real/src"},                 // exists
 		{"/link/src/not/yet", "/real/src/not/yet"}, // existing prefix resolved, rest kept
 		{"/link", "/real"},                         // the link itself
 		{"/absent/x", "/absent/x"},                 // nothing below root exists
-		{"/dangling/x", "/dangling/x"},             // a dangling link is kept as named
-		{"/link/src/../src/new", "/real/src/new"},  // lexical .. first
+		{"/absent/../x", "/x"},                     // a missing tail is cleaned lexically
+		{"/dangling/x", "/nowhere/x"},              // where the kernel would create it
+		{"/link/src/../src/new", "/real/src/new"},  // .. of a real directory
 		{"/real/src", "/real/src"},                 // no symlink: unchanged
+		{"/a/lnk/../x", "/b/x"},                    // the kernel's .., not the lexical /a/x
+		{"/a/abs/../x", "/b/x"},
+		{"/a/chain/../../real", "/real"}, // a chain of links, then ..
+		{"/real/upper/a", "/a"},          // a link to ..
+		{"//link//src/./", "/real/src"},
 	}
 	for _, tt := range tests {
-		s, err := ParseSpec(root + tt.in + ":write")
-		if err != nil {
-			t.Fatal(err)
+		got, err := Resolve(root + tt.in)
+		if err != nil || got != root+tt.want {
+			t.Errorf("Resolve(%s) = %s, %v; want %s", tt.in, got, err, root+tt.want)
 		}
-		if got := Resolve(s).Path; got != realRoot+tt.want {
-			t.Errorf("Resolve(%s) = %s, want %s", tt.in, got, realRoot+tt.want)
+	}
+	if _, err := Resolve(root + "/loop/x"); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Errorf("Resolve through a symlink loop: %v", err)
+	}
+
+	s, err := ResolveSpec("lnk/../new:write:recursive", filepath.Join(root, "a"))
+	if want := (Spec{root + "/b/new", Write, true}); err != nil || s != want {
+		t.Errorf("ResolveSpec relative = %+v, %v; want %+v", s, err, want)
+	}
+	for _, bad := range []string{"x", "/x:rw", "", "rel\x00:write"} {
+		if _, err := ResolveSpec(bad, root); !errors.Is(err, ErrUsage) {
+			t.Errorf("ResolveSpec(%q) = %v, want ErrUsage", bad, err)
 		}
 	}
 }

@@ -68,8 +68,12 @@ func (r *Table) Tree(alive LiveFunc) []Node {
 	view.remove(make([]bool, len(view.Allocations)))
 	children := make(map[string][]int)
 	var roots []int
+	named := make(map[string]bool, len(view.Allocations))
+	for _, a := range view.Allocations {
+		named[a.Name] = true
+	}
 	for i, a := range view.Allocations {
-		if a.DelegatedFrom == "" {
+		if a.DelegatedFrom == "" || !named[a.DelegatedFrom] {
 			roots = append(roots, i)
 		} else {
 			children[a.DelegatedFrom] = append(children[a.DelegatedFrom], i)

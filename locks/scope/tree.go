@@ -10,10 +10,6 @@ import (
 // scope_deny and delegated_from right whenever an allocation goes away
 // (seed 004: 正常終了 and stale の自動回収).
 
-// LiveFunc reports whether the process pid, started at start (0: unknown),
-// still runs. It is called from several goroutines at once.
-type LiveFunc func(pid int, start uint64) bool
-
 // ReclaimStale removes every allocation whose holder is gone and hands its
 // scope back: each live descendant is re-parented to its nearest live
 // ancestor, and every scope_deny is recomputed, so with A→B→D and B dead, D
@@ -115,12 +111,15 @@ func (r *Table) nameIndex(gone []bool) map[string]int {
 // 付け替え): an allocation whose parent goes away is delegated from its
 // nearest ancestor that stays. It follows delegated_from from parent
 // through the removed allocations to the first kept one; "" when the chain
-// ends (the allocation becomes a root) or loops.
+// ends at a root that goes (the allocation becomes a root) or loops. A
+// parent that is not in the registry at all is kept as named: nobody judged
+// it gone, and when its holder puts its allocation back (Registry.Keep) the
+// tree is whole again.
 func reparent(allocs []Allocation, index map[string]int, gone []bool, parent string) string {
 	for steps := 0; parent != "" && steps <= len(allocs); steps++ {
 		i, ok := index[parent]
 		if !ok {
-			return ""
+			return parent
 		}
 		if !gone[i] {
 			return parent
