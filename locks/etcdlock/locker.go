@@ -101,6 +101,8 @@ func (l *Locker) newClient() (*clientv3.Client, error) {
 		// lease keepalives too.
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
+		// Socket writes never raise SIGPIPE (nosigpipe_linux.go).
+		DialOptions: noSigPipeDialer(),
 	})
 }
 

@@ -1,0 +1,102 @@
+//go:build etcd && linux
+
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+)
+
+// noSigPipeDialer connects the etcd client's sockets so that their writes
+// never raise SIGPIPE.
+//
+// withlock subscribes to SIGPIPE (SPEC §5: a PIPE sent to withlock is
+// forwarded to the command). Once a Go program does, the runtime delivers
+// every SIGPIPE to the subscription, including the one the kernel raises
+// for withlock's own write to a socket whose peer is gone (a stopped etcd,
+// a TLS handshake the server refused). Seen through os/signal the two are
+// the same signal, so the command was killed with a PIPE nobody sent it, or
+// the wait for the lock ended 141. Writing with MSG_NOSIGNAL makes such a
+// write fail with EPIPE only — which gRPC handles as a broken connection —
+// and leaves SIGPIPE to the signals other processes send.
+func noSigPipeDialer() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithContextDialer(dialNoSigPipe)}
+}
+
+func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
+	network, address := "tcp", addr
+	// etcd's resolver passes unix(s) endpoints as unix:path or
+	// unix:///abs/path (TLS, for unixs, is layered above this conn).
+	for _, p := range []string{"unix://", "unix:"} {
+		if rest, ok := strings.CutPrefix(addr, p); ok {
+			network, address = "unix", rest
+			break
+		}
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c, nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &noSigPipeConn{Conn: c, raw: raw}, nil
+}
+
+// noSigPipeConn is a stream socket whose Write is send(2) with MSG_NOSIGNAL,
+// through the runtime poller (deadlines and non-blocking waits as for any
+// net.Conn write).
+type noSigPipeConn struct {
+	net.Conn
+	raw syscall.RawConn
+}
+
+func (c *noSigPipeConn) Write(b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		var n int
+		var werr error
+		err := c.raw.Write(func(fd uintptr) bool {
+			for {
+				n, werr = unix.SendmsgN(int(fd), b[written:], nil, nil, unix.MSG_NOSIGNAL)
+				if werr != unix.EINTR {
+					break
+				}
+			}
+			return werr != unix.EAGAIN
+		})
+		if err == nil {
+			err = werr
+		}
+		if n > 0 {
+			written += n
+		}
+		if err != nil {
+			return written, c.opError(err)
+		}
+		if n == 0 {
+			return written, c.opError(errors.New("short write"))
+		}
+	}
+	return written, nil
+}
+
+func (c *noSigPipeConn) opError(err error) error {
+	if _, ok := err.(*net.OpError); ok {
+		return err
+	}
+	return &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
