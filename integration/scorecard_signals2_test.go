@@ -111,10 +111,17 @@ func TestScorecardCrashSignalsNegativeControl(t *testing.T) {
 	}
 	defer stdin.Close()
 	startCommand(t, cmd)
-	// gofmt has installed Go's handlers once it reads its stdin.
+	// gofmt has installed Go's handlers once it reads its stdin. The read
+	// blocks on whichever thread runs main's goroutine, not always the
+	// thread whose id is the pid: look at every thread.
 	waitFor(t, 10*time.Second, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", cmd.Process.Pid))
-		return err == nil && strings.Contains(string(b), "pipe")
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", cmd.Process.Pid))
+		for _, task := range tasks {
+			if b, err := os.ReadFile(task); err == nil && strings.Contains(string(b), "pipe") {
+				return true
+			}
+		}
+		return false
 	}, "gofmt to block reading its stdin")
 	if err := cmd.Process.Signal(syscall.SIGABRT); err != nil {
 		t.Fatal(err)
