@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,16 @@ func TestScorecardTreeHoldsLock(t *testing.T) {
 			}
 			if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 {
 				t.Errorf("the conflict is %d lines, want one:\n%s", lines+1, stderr)
+			}
+			// Only the survivor: not the caller (which opens the tree file
+			// to probe it) nor the caller's process group.
+			if _, named, _ := strings.Cut(strings.TrimSpace(stderr), "pids "); strings.TrimSuffix(named, ")") != pidText {
+				t.Errorf("the conflict names pids %q, want exactly the survivor %s:\n%s", named, pidText, stderr)
+			}
+			// The survivor got the tree descriptor once, above the numbers
+			// scripts use, and no other file of the lock dir.
+			if in := descriptorsUnder(survivor, dir); len(in) != 1 || in[0].fd < 100 || !strings.Contains(in[0].target, ".tree.") {
+				t.Errorf("the survivor's descriptors of the lock dir: %v, want one tree file at 100 or above", in)
 			}
 
 			// status, table and JSON.
@@ -203,6 +214,29 @@ func TestScorecardTreeWaiterWakesWhenTreeEnds(t *testing.T) {
 	if took := time.Since(killed); took > 3*time.Second {
 		t.Errorf("the waiter took %v after the tree ended, want well under the 3.75 s minimum of a poll", took)
 	}
+}
+
+type descriptor struct {
+	fd     int
+	target string
+}
+
+// descriptorsUnder lists process pid's open descriptors of files in dir.
+func descriptorsUnder(pid int, dir string) []descriptor {
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, _ := os.ReadDir(fdDir)
+	var out []descriptor
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		target, _ := os.Readlink(filepath.Join(fdDir, e.Name()))
+		if strings.HasPrefix(target, dir+"/") {
+			out = append(out, descriptor{fd, target})
+		}
+	}
+	return out
 }
 
 // hasOpen reports whether process pid has path open.

@@ -98,17 +98,23 @@ func treePids(path string) (pids []int, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	// The caller holds the file too while it probes: neither it nor its
+	// process group (the shell that started it) is the command's.
 	self := os.Getpid()
 	seen := map[int]bool{self: true}
 	groups := map[int]bool{}
 	for _, pid := range holding {
-		if !seen[pid] {
-			seen[pid] = true
-			pids = append(pids, pid)
+		if seen[pid] {
+			continue
 		}
+		seen[pid] = true
+		pids = append(pids, pid)
 		if p, err := proc.Read(pid); err == nil {
 			groups[p.Pgrp] = true
 		}
+	}
+	if me, err := proc.Read(self); err == nil {
+		delete(groups, me.Pgrp)
 	}
 	if len(groups) > 0 {
 		if all, err := proc.All(); err == nil {

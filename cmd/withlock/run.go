@@ -129,7 +129,6 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
 		Env:         env,
-		ExtraFiles:  treeFiles(lock),
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
 		Signals:     sigs,
@@ -161,18 +160,6 @@ func unwrapped(lock heldLock) heldLock {
 		}
 		lock = w.Unwrap()
 	}
-}
-
-// treeFiles is the lock's tree descriptor, when it has one, for the child
-// to inherit as fd 3: the lock is then held as long as any process of the
-// command's tree keeps it open, even after withlock itself died.
-func treeFiles(lock heldLock) []*os.File {
-	if t, ok := unwrapped(lock).(interface{ TreeFile() *os.File }); ok {
-		if f := t.TreeFile(); f != nil {
-			return []*os.File{f}
-		}
-	}
-	return nil
 }
 
 // ownershipCheck is the supervisor's Verify: the lock's renewal, which
