@@ -82,8 +82,11 @@ func markOf(t *testing.T) string {
 
 // testEnv is the environment for processes a test starts: this process's,
 // without variables that would point withlock at shared state, with t's mark,
-// and with XDG_RUNTIME_DIR set to a fresh directory so that a run without
-// --dir never touches the machine's real locks. Appending to it overrides.
+// and with XDG_RUNTIME_DIR set to a fresh directory and WITHLOCK_DIR to a
+// directory in it, so that a run without --dir never touches the machine's
+// real locks (the default, /run/withlock or /tmp/withlock-UID, follows no
+// variable). Appending to it overrides; withoutVar takes WITHLOCK_DIR out
+// for a test of the variables below it or of the default.
 func testEnv(t *testing.T) []string {
 	t.Helper()
 	s := stateOf(t)
@@ -95,7 +98,19 @@ func testEnv(t *testing.T) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, markVar+"="+s.mark, "XDG_RUNTIME_DIR="+s.runtimeDir, "GORACE="+testenv.GORACE())
+	return append(env, markVar+"="+s.mark, "XDG_RUNTIME_DIR="+s.runtimeDir,
+		"WITHLOCK_DIR="+filepath.Join(s.runtimeDir, "withlock"), "GORACE="+testenv.GORACE())
+}
+
+// withoutVar returns env without the variable key.
+func withoutVar(env []string, key string) []string {
+	var out []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // withlockCommand returns an unstarted withlock command with testEnv; tests
@@ -448,7 +463,7 @@ func TestHarnessDescendantsAndExitStatus(t *testing.T) {
 func TestHarnessEnvIsolation(t *testing.T) {
 	t.Setenv("WITHLOCK_DIR", "/should/not/leak")
 	stdout, _, code := runCommand(t, exec.Command("sh", "-c", `echo "dir=${WITHLOCK_DIR-unset} xdg=$XDG_RUNTIME_DIR mark=$`+markVar+`"`), defaultDeadline)
-	want := fmt.Sprintf("dir=unset xdg=%s mark=%s\n", stateOf(t).runtimeDir, markOf(t))
+	want := fmt.Sprintf("dir=%s xdg=%s mark=%s\n", filepath.Join(stateOf(t).runtimeDir, "withlock"), stateOf(t).runtimeDir, markOf(t))
 	if code != 0 || stdout != want {
 		t.Errorf("child saw %q (exit %d), want %q", stdout, code, want)
 	}

@@ -35,8 +35,8 @@ var crashCases = []crashCase{
 	{point: "acquire:after-temp", child: []string{"true"}},
 	{point: "acquire:after-link", child: []string{"true"}, lockVisible: true},
 	// a TTL of 300ms renews every 100ms while the child sleeps
-	{point: "renew:verified", runArgs: []string{"--ttl", "300ms"}, child: []string{"sleep", "5"}, lockVisible: true},
-	{point: "renew:after-temp", runArgs: []string{"--ttl", "300ms"}, child: []string{"sleep", "5"}, lockVisible: true},
+	{point: "renew:verified", runArgs: []string{"--ttl", "1s"}, child: []string{"sleep", "5"}, lockVisible: true},
+	{point: "renew:after-temp", runArgs: []string{"--ttl", "1s"}, child: []string{"sleep", "5"}, lockVisible: true},
 	{point: "release:verified", child: []string{"true"}, lockVisible: true},
 	{point: "reclaim:judged", plantStale: true, child: []string{"true"}, lockVisible: true},
 	{point: "reclaim:after-rename", plantStale: true, child: []string{"true"}},

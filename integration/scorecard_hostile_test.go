@@ -183,7 +183,7 @@ func TestScorecardHostileLockDir(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ dir, why string }{{link, "symlink"}, {open, "world-writable"}} {
+	for _, c := range []struct{ dir, why string }{{link, "symlink"}, {open, "writable by group and others"}} {
 		_, stderr, code := runWithlock(t, "run", "--dir", c.dir, "x", "--", "true")
 		if code != 73 || !strings.Contains(stderr, c.why) {
 			t.Errorf("--dir %s (%s): exit %d, stderr %q; want 73 saying %q", c.dir, c.why, code, stderr, c.why)

@@ -47,18 +47,18 @@ func exitPaths() []exitPath {
 		{name: "withlock HUPed, child dies of it", child: startedChild("exec sleep 30"), wantCode: 128 + 1,
 			during: func(t *testing.T, p *execProc, _ string) { signalProc(t, p, syscall.SIGHUP) }},
 		// injected lock-operation errors
-		{name: "lock file deleted under the holder", args: []string{"--ttl", "600ms", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
+		{name: "lock file deleted under the holder", args: []string{"--ttl", "1s", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
 			during: func(t *testing.T, _ *execProc, dir string) { removeLockFiles(t, dir) }},
-		{name: "lock dir deleted under the holder", args: []string{"--ttl", "600ms", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
+		{name: "lock dir deleted under the holder", args: []string{"--ttl", "1s", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
 			during: func(t *testing.T, _ *execProc, dir string) {
 				if err := os.RemoveAll(dir); err != nil {
 					t.Fatal(err)
 				}
 			}},
-		{name: "lock file replaced by garbage", args: []string{"--ttl", "600ms", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
+		{name: "lock file replaced by garbage", args: []string{"--ttl", "1s", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
 			during: func(t *testing.T, _ *execProc, dir string) { corruptLockFiles(t, dir) }},
 		// renewals fail until the lock expires: that is a lost lock
-		{name: "lock dir unwritable, renewals fail", args: []string{"--ttl", "600ms", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
+		{name: "lock dir unwritable, renewals fail", args: []string{"--ttl", "1s", "--grace", "1s"}, child: startedChild("exec sleep 30"), wantCode: 76,
 			during: func(t *testing.T, _ *execProc, dir string) { makeUnwritable(t, dir) },
 			after:  func(t *testing.T, dir string) { makeWritable(t, dir) }},
 		// the release fails: logged, the child's status passes, and the lock

@@ -28,7 +28,7 @@ func seedCommand(t *testing.T, dir string, ttlSeconds int, args ...string) *exec
 		t.Fatalf("python3 is needed for the seed interop tests (.ci/run installs it): %v", err)
 	}
 	cmd := exec.Command("python3", append([]string{seedLockScript(t)}, args...)...)
-	cmd.Env = append(testEnv(t), "NEXUSCORE_RUN_LOCK_DIR="+dir, "NEXUSCORE_RUN_LOCK_TTL_SECONDS="+strconv.Itoa(ttlSeconds))
+	cmd.Env = append(withoutVar(testEnv(t), "WITHLOCK_DIR"), "NEXUSCORE_RUN_LOCK_DIR="+dir, "NEXUSCORE_RUN_LOCK_TTL_SECONDS="+strconv.Itoa(ttlSeconds))
 	return cmd
 }
 

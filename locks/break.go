@@ -98,6 +98,9 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 		h.FindPids()
 		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: now}
 	}
+	if err := checkOwned("lock file", lockPath, v.fi); err != nil {
+		return nil, err
+	}
 	dst, err := r.moveLockAside(lockPath, v.ino)
 	if err != nil {
 		return nil, err
@@ -116,6 +119,9 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 func (r *RunLocker) breakUnreadable(lockPath string) (*Broken, error) {
 	fi, err := r.fsys().Lstat(lockPath)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkOwned("lock file", lockPath, fi); err != nil {
 		return nil, err
 	}
 	dst, err := r.moveLockAside(lockPath, inode(fi))

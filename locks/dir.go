@@ -14,69 +14,104 @@ import (
 const DefaultTTL = 30 * time.Second
 
 // ResolveDir picks the lock directory: flag > WITHLOCK_DIR >
-// NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > $XDG_RUNTIME_DIR/withlock >
-// /tmp/withlock-<uid>.
+// NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > DefaultDir.
 func ResolveDir(flag string, getenv func(string) string) string {
 	for _, v := range []string{flag, getenv("WITHLOCK_DIR"), getenv("NEXUSCORE_RUN_LOCK_DIR")} {
 		if v != "" {
 			return v
 		}
 	}
-	if x := getenv("XDG_RUNTIME_DIR"); x != "" {
-		return filepath.Join(x, "withlock")
+	return DefaultDir()
+}
+
+// DefaultDir is the lock directory when nothing names one: /run/withlock
+// for root, /tmp/withlock-<uid> for everyone else. It depends on nothing
+// but the user, so a job started by cron or systemd (no $XDG_RUNTIME_DIR,
+// often no $TMPDIR) and one started from a login shell (both set) take the
+// same lock and see each other in status (SPEC §3).
+func DefaultDir() string {
+	uid := os.Geteuid()
+	if uid == 0 {
+		return "/run/withlock"
 	}
-	return filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()))
+	return "/tmp/withlock-" + strconv.Itoa(uid)
 }
 
 // ResolveTTL picks the TTL: flag > WITHLOCK_TTL (a Go duration, or bare
 // seconds) > NEXUSCORE_RUN_LOCK_TTL_SECONDS (integer seconds) > 30s.
-// The result must be positive.
+// A TTL outside MinTTL … MaxTTL is an *InvalidError (ErrInvalid).
 func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, error) {
 	if flag != 0 {
-		if flag < 0 {
-			return 0, fmt.Errorf("ttl %v: must be positive", flag)
+		if err := CheckTTL("--ttl "+flag.String(), flag); err != nil {
+			return 0, err
 		}
 		return flag, nil
 	}
 	if v := getenv("WITHLOCK_TTL"); v != "" {
+		what := "WITHLOCK_TTL=" + strconv.Quote(v)
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			n, nerr := strconv.Atoi(v)
+			n, nerr := strconv.ParseInt(v, 10, 64)
 			if nerr != nil {
-				return 0, fmt.Errorf("WITHLOCK_TTL=%q: not a duration", v)
+				return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
 			}
-			d = time.Duration(n) * time.Second
+			return checkTTLSeconds(what, n)
 		}
-		if d <= 0 {
-			return 0, fmt.Errorf("WITHLOCK_TTL=%q: must be positive", v)
+		if err := CheckTTL(what, d); err != nil {
+			return 0, err
 		}
 		return d, nil
 	}
 	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("NEXUSCORE_RUN_LOCK_TTL_SECONDS=%q: not a positive integer", v)
+		what := "NEXUSCORE_RUN_LOCK_TTL_SECONDS=" + strconv.Quote(v)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, &InvalidError{What: what, Reason: "not an integer number of seconds"}
 		}
-		return time.Duration(n) * time.Second, nil
+		return checkTTLSeconds(what, n)
 	}
 	return DefaultTTL, nil
 }
 
 // EnsureDir creates dir 0700 if it is missing (its parents too) and refuses
-// it when it is a symlink, not a directory, world-writable, or owned by a
-// user other than us or root.
+// it unless it is private: a directory, not a symlink, writable by no one
+// but its owner, owned by us or root. The scope registry lives in one.
 func EnsureDir(fsys FS, dir string) error {
-	fi, err := fsys.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := mkdirAll(fsys, dir); err != nil {
-			return err
-		}
-		fi, err = fsys.Lstat(dir)
-	}
+	fi, err := lstatOrCreate(fsys, dir)
 	if err != nil {
 		return err
 	}
-	return checkDir(dir, fi)
+	return checkPrivateDir(dir, fi)
+}
+
+// EnsureLockDir is EnsureDir for the run lock, which also works in the
+// shared directories flock users know (SPEC §3): a root-owned sticky
+// directory writable by all (/run/lock, /tmp), reached directly or through
+// a root-owned symlink (/var/lock). There every file is checked to be ours
+// before it is changed (checkOwned).
+func EnsureLockDir(fsys FS, dir string) error {
+	_, err := ensureLockDir(fsys, dir)
+	return err
+}
+
+// ensureLockDir is EnsureLockDir, also saying whether the dir is shared.
+func ensureLockDir(fsys FS, dir string) (shared bool, err error) {
+	fi, err := lstatOrCreate(fsys, dir)
+	if err != nil {
+		return false, err
+	}
+	return fi.Mode()&fs.ModeSymlink != 0 || isShared(fi), checkLockDir(dir, fi)
+}
+
+func lstatOrCreate(fsys FS, dir string) (fs.FileInfo, error) {
+	fi, err := fsys.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := mkdirAll(fsys, dir); err != nil {
+			return nil, err
+		}
+		fi, err = fsys.Lstat(dir)
+	}
+	return fi, err
 }
 
 func mkdirAll(fsys FS, dir string) error {
@@ -95,17 +130,17 @@ func mkdirAll(fsys FS, dir string) error {
 	return err
 }
 
-func checkDir(dir string, fi fs.FileInfo) error {
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%w: %s is a symlink", ErrUnsafeDir, dir)
-	case !fi.IsDir():
-		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-	case fi.Mode().Perm()&0o002 != 0:
-		return fmt.Errorf("%w: %s is world-writable", ErrUnsafeDir, dir)
+// checkDirForRead is the check before listing a directory (status, gc):
+// root may read any user's directory; others as the run lock checks it.
+func checkDirForRead(dir string, fi fs.FileInfo) error {
+	if os.Geteuid() == 0 {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return checkLockDir(dir, fi)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+		}
+		return nil
 	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() && uid != 0 {
-		return fmt.Errorf("%w: %s is owned by uid %d", ErrUnsafeDir, dir, uid)
-	}
-	return nil
+	return checkLockDir(dir, fi)
 }

@@ -26,6 +26,14 @@ import (
 func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 	f, err := fsys.OpenGuard(path)
 	if err != nil {
+		return nil, explainDenied(fsys, "guard", path, err)
+	}
+	// Another user's guard (a shared dir) could be held forever: refused
+	// before waiting on it, never a silent wait; root, which may use it,
+	// gives up on it past the bound (below).
+	foreign, err := foreignGuard(f)
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	fd := int(f.Fd())
@@ -53,6 +61,9 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 			<-granted
 			f.Close() // releases the guard if it was granted after all
 		}()
+		if foreign != nil {
+			return nil, fmt.Errorf("%w, and not granted within %v", foreign, bound)
+		}
 		return nil, fmt.Errorf("%w: %s not granted within %v", ErrGuardBusy, path, bound)
 	}
 }

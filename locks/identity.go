@@ -15,6 +15,10 @@ type Identity struct {
 	PidNS    uint64
 	Pid      int
 	PidStart uint64
+	// ForeignProc: the mounted /proc belongs to another pid namespace
+	// (proc.View), so no pid can be judged by it: every holder is judged
+	// by its TTL alone, as one on another host is (SPEC §3).
+	ForeignProc bool
 }
 
 // SelfIdentity describes the calling process.
@@ -27,11 +31,23 @@ func SelfIdentity() (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("boot id: %w", err)
 	}
+	procPid, ours := proc.View()
+	if !ours {
+		// /proc/self still leads to our own entry (our pid namespace, our
+		// start time) when this /proc shows us at all; our pid is not one
+		// it knows, and no run fails for that.
+		self := Identity{Host: host, BootID: boot, Pid: os.Getpid(), ForeignProc: true}
+		if procPid > 0 {
+			self.PidNS, _ = proc.PidNamespace()
+			self.PidStart, _ = proc.StartTime(procPid)
+		}
+		return self, nil
+	}
 	ns, err := proc.PidNamespace()
 	if err != nil {
 		return Identity{}, fmt.Errorf("pid namespace: %w", err)
 	}
-	start, err := proc.StartTime(os.Getpid())
+	start, err := proc.StartTime(procPid)
 	if err != nil {
 		return Identity{}, fmt.Errorf("own start time: %w", err)
 	}

@@ -154,7 +154,7 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDir(r.Dir, fi); err != nil {
+	if err := checkDirForRead(r.Dir, fi); err != nil {
 		return nil, err
 	}
 	now := r.now()
@@ -209,7 +209,7 @@ func readLockDir(fsys FS, dir string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDir(dir, fi); err != nil {
+	if err := checkDirForRead(dir, fi); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(dir)

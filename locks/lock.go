@@ -63,12 +63,15 @@ func (l *Lock) Env() []string {
 // verifyOwned reads the lock file under the guard and reports ErrLost when
 // it is gone or carries another lock_id.
 func (l *Lock) verifyOwned() error {
-	data, _, err := l.r.fsys().ReadLockFile(l.Path, MaxPayload)
+	data, fi, err := l.r.fsys().ReadLockFile(l.Path, MaxPayload)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s is gone", ErrLost, l.Path)
 	}
 	if err != nil {
 		return err
+	}
+	if err := checkOwned("lock file", l.Path, fi); err != nil {
+		return fmt.Errorf("%w: %w", ErrLost, err)
 	}
 	if len(l.written) > 0 && bytes.Equal(data, l.written) {
 		// Exactly what we wrote, our random lock_id included: no need to
@@ -117,7 +120,7 @@ func (l *Lock) Renew() error {
 		if err != nil {
 			return err
 		}
-		if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
+		if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
 			return err
 		}
 		r.at("renew:after-temp")

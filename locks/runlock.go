@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,9 @@ type RunLocker struct {
 	live func(pid int, start uint64) Liveness
 	// probe looks at a tree file (probeTree; tests replace it).
 	probe func(path string) TreeState
+	// shared: Dir is a shared sticky dir (dirsafety.go), set by each
+	// attempt before it writes; lock files there are readable by all.
+	shared bool
 }
 
 // judge applies the stale rules to one read of a lock file.
@@ -137,6 +141,9 @@ type Holder struct {
 	// as /proc shows them (FindPids); PidsKnown is false when it could not.
 	Pids      []int
 	PidsKnown bool
+	// Owner is the user owning the lock file when that is not us ("uid
+	// 65534 (nobody)", in a shared dir), else "".
+	Owner string
 }
 
 // OrphanedText is how status and conflicts name an orphaned holder.
@@ -160,6 +167,9 @@ func (h *Holder) Describe(now time.Time) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "pid %d", h.Pid)
+	if h.Owner != "" {
+		fmt.Fprintf(&b, " of %s", h.Owner)
+	}
 	if h.Host != "" {
 		fmt.Fprintf(&b, " on %s", h.Host)
 	}
@@ -239,13 +249,15 @@ func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
 
 // tryAcquire is TryAcquire by a waiter that may own the hold already.
 func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
-	if runID == "" {
-		return nil, nil, errors.New("empty run id")
-	}
-	fsys := r.fsys()
-	if err := EnsureDir(fsys, r.Dir); err != nil {
+	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
+	fsys := r.fsys()
+	shared, err := ensureLockDir(fsys, r.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.shared = shared
 	lockPath := r.LockPath(runID)
 	// A live holder is reported without taking the guard: a lock file is
 	// only ever replaced whole, so one read is a consistent view, and the
@@ -272,6 +284,9 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 		verdict := r.judge(v)
 		if verdict.Held() {
 			return nil, r.holder(lockPath, v, verdict), nil
+		}
+		if err := r.mayReclaim(runID, lockPath, v, verdict.Reason); err != nil {
+			return nil, nil, err
 		}
 		r.at("reclaim:judged")
 		moved, err := r.ReclaimStale(lockPath, v, verdict.Reason)
@@ -300,13 +315,13 @@ func (r *RunLocker) read(path string) (lockView, error) {
 	if err != nil {
 		return lockView{}, err
 	}
-	v := lockView{path: path, modTime: fi.ModTime(), ino: inode(fi)}
+	v := lockView{path: path, modTime: fi.ModTime(), ino: inode(fi), fi: fi}
 	v.payload, v.parseErr = ParsePayload(data)
 	return v, nil
 }
 
 func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
-	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
+	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime, Owner: foreignOwner(v.fi)}
 	if v.parseErr != nil {
 		h.Torn = true
 		h.RecheckAt = v.modTime.Add(TornGrace)
@@ -419,7 +434,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		BootID:       r.self.BootID,
 		PidNS:        r.self.PidNS,
 		PidStart:     r.self.PidStart,
-		Command:      truncate(r.Command, maxCommandLen),
+		Command:      truncateEscaped(r.Command, maxCommandLen),
 		FencingToken: token,
 		Hold:         ownHold || granted,
 		Tree:         tree != nil,
@@ -430,7 +445,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		return nil, nil, err
 	}
 	var linkErr error
-	if f, err := fsys.WriteUnnamed(r.Dir, enc, 0o600); err == nil {
+	if f, err := fsys.WriteUnnamed(r.Dir, enc, r.lockMode()); err == nil {
 		r.at("acquire:after-temp")
 		linkErr = fsys.LinkUnnamed(f, lockPath)
 		f.Close()
@@ -439,7 +454,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		return nil, nil, err
 	} else {
 		tmp := lockPath + ".tmp." + p.LockID
-		if err := fsys.WriteNew(tmp, enc, 0o600); err != nil {
+		if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
 			failed()
 			return nil, nil, err
 		}
@@ -470,26 +485,52 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
-// gc and break never remove. seen is the token of a lock just reclaimed, so
-// the counter grows even if the sidecar was lost. The counter is rewritten
-// in place at a fixed width under the guard: no temp file, no new inode on
-// every acquisition. The counter file is returned open, for the hold.
+// gc and break never remove. The counter is rewritten in place at a fixed
+// width under the guard: no temp file, no new inode on every acquisition.
+// The counter file is returned open, for the hold.
 func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, *os.File, error) {
 	path := r.fencePath(runID)
 	f, err := r.fsys().OpenCounter(path)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, explainDenied(r.fsys(), "fence file", path, err)
 	}
-	token, err := bumpCounter(f, path, seen)
-	if err != nil {
+	if err := checkOwnedFile("fence file", f); err != nil {
 		f.Close()
 		return 0, nil, err
+	}
+	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)
+	if err != nil {
+		f.Close()
+		return 0, nil, fmt.Errorf("run %q: %w", OneLine(truncateEscaped(runID, 64)), err)
 	}
 	return token, f, nil
 }
 
-func bumpCounter(f *os.File, path string, seen uint64) (uint64, error) {
-	var buf [32]byte
+// ErrFenceExhausted: the fencing token is at its largest value and cannot
+// grow (SPEC §3: it never wraps). Only a foreign writer can get it there.
+var ErrFenceExhausted = errors.New("fencing token cannot grow")
+
+// fenceFloor is the smallest token an acquisition at now may get: the
+// microseconds since the epoch. A token is max(last + 1, floor), so it
+// grows even when the counter is gone — a reboot empties /run and /tmp, a
+// cleanup removes the sidecar, a foreign writer leaves garbage in it — as
+// long as the clock has moved on since the last acquisition (one a
+// microsecond at most is far more than a lock does). Microseconds reach
+// 2^63 in the year 294,000: the token stays a positive int64 for any store.
+func fenceFloor(now time.Time) uint64 {
+	if us := now.UnixMicro(); us > 0 {
+		return uint64(us)
+	}
+	return 0
+}
+
+// bumpCounter reads the counter, writes and returns the next token:
+// max(stored + 1, seen + 1, floor). seen is the token of a lock just
+// reclaimed. A counter that does not parse is logged and counted as lost
+// (the floor and seen still keep the token growing); one at the largest
+// value fails with ErrFenceExhausted rather than wrap to 0.
+func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger) (uint64, error) {
+	var buf [64]byte
 	n, err := f.ReadAt(buf[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
@@ -497,13 +538,24 @@ func bumpCounter(f *os.File, path string, seen uint64) (uint64, error) {
 	var stored uint64
 	if text := strings.TrimSpace(string(buf[:n])); text != "" {
 		if stored, err = strconv.ParseUint(text, 10, 64); err != nil {
-			return 0, fmt.Errorf("fencing counter %s: %w", path, err)
+			log.Warn().Str("event", "fence_recovered").Str("fence_file", path).Str("content", OneLine(text)).
+				Msg("fencing counter unreadable; the token continues from the clock")
+			stored = 0
 		}
 	}
-	token := max(stored, seen) + 1
+	last := max(stored, seen)
+	if last == math.MaxUint64 {
+		return 0, fmt.Errorf("%w: %s or the lock holds %d, the largest token: remove both (withlock break --force, then the fence file) once no store relies on it", ErrFenceExhausted, path, last)
+	}
+	token := max(last+1, floor)
 	text := counterText(token)
 	if _, err := f.WriteAt(text[:], 0); err != nil {
 		return 0, err
+	}
+	if n > len(text) {
+		if err := f.Truncate(int64(len(text))); err != nil {
+			return 0, err
+		}
 	}
 	return token, nil
 }
@@ -519,13 +571,6 @@ func counterText(token uint64) [21]byte {
 	}
 	out[20] = '\n'
 	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
@@ -719,7 +764,10 @@ const maxFaults = 4
 // other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
-	if errors.Is(err, ErrUnsafeDir) {
+	if errors.Is(err, ErrInvalid) {
+		return err, true
+	}
+	if errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	if errors.Is(err, ErrGuardBusy) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -176,7 +175,6 @@ func TestPersistentENOTDIR(t *testing.T) {
 
 func TestResolveDirAndTTL(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	uid := strconv.Itoa(os.Geteuid())
 	dirs := []struct {
 		flag string
 		env  map[string]string
@@ -185,8 +183,8 @@ func TestResolveDirAndTTL(t *testing.T) {
 		{"/f", map[string]string{"WITHLOCK_DIR": "/w"}, "/f"},
 		{"", map[string]string{"WITHLOCK_DIR": "/w", "NEXUSCORE_RUN_LOCK_DIR": "/n"}, "/w"},
 		{"", map[string]string{"NEXUSCORE_RUN_LOCK_DIR": "/n", "XDG_RUNTIME_DIR": "/x"}, "/n"},
-		{"", map[string]string{"XDG_RUNTIME_DIR": "/x"}, "/x/withlock"},
-		{"", map[string]string{}, filepath.Join(os.TempDir(), "withlock-"+uid)},
+		{"", map[string]string{"XDG_RUNTIME_DIR": "/x"}, DefaultDir()},
+		{"", map[string]string{}, DefaultDir()},
 	}
 	for _, d := range dirs {
 		if got := ResolveDir(d.flag, env(d.env)); got != d.want {

@@ -112,7 +112,7 @@ func TestAcquireWritesPayloadAndReleases(t *testing.T) {
 	self, _ := SelfIdentity()
 	if p.RunID != "run-1" || p.LockID != l.LockID() || p.Pid != os.Getpid() ||
 		p.Host != self.Host || p.BootID != self.BootID || p.PidNS != self.PidNS ||
-		p.PidStart != self.PidStart || p.Command != "test" || p.FencingToken != 1 {
+		p.PidStart != self.PidStart || p.Command != "test" || p.FencingToken < fenceFloor(p.Created().Add(-time.Second)) {
 		t.Fatalf("payload %+v", p)
 	}
 	if d := p.Expires().Sub(p.Created()); d < 59*time.Second || d > 61*time.Second {
@@ -505,7 +505,8 @@ func TestFencingCounterLayout(t *testing.T) {
 	}
 	dir := t.TempDir()
 	r := newTestLocker(t, dir, time.Minute)
-	if err := os.WriteFile(r.fencePath("job"), []byte("00000000000000000041\n"), 0o600); err != nil {
+	// above the clock's floor (fenceFloor), so the stored counter decides
+	if err := os.WriteFile(r.fencePath("job"), []byte("09000000000000000041\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l := mustAcquire(t, r, "job")
@@ -514,7 +515,7 @@ func TestFencingCounterLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.FencingToken() != 42 || string(data) != "00000000000000000042\n" {
+	if l.FencingToken() != 9000000000000000042 || string(data) != "09000000000000000042\n" {
 		t.Fatalf("token %d, counter file %q; want 42 and the zero-padded 42", l.FencingToken(), data)
 	}
 }

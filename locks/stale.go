@@ -1,6 +1,9 @@
 package locks
 
-import "time"
+import (
+	"io/fs"
+	"time"
+)
 
 // StaleReason says why a lock file may be reclaimed; "" means it is held.
 type StaleReason string
@@ -27,6 +30,7 @@ type lockView struct {
 	parseErr error // non-nil: empty, oversized or not the schema
 	modTime  time.Time
 	ino      uint64
+	fi       fs.FileInfo // of the file read: its owner (nil in tests that build a view)
 }
 
 // Verdict is what the stale rules say of one read of a lock file.
@@ -106,7 +110,7 @@ func Judge(v lockView, now time.Time, self Identity, live func(pid int, start ui
 
 // sameKernelView: the payload's pid names a process we can see and check.
 func sameKernelView(p Payload, self Identity) bool {
-	return sameKernel(p, self) && p.PidNS != 0 && p.PidNS == self.PidNS
+	return !self.ForeignProc && sameKernel(p, self) && p.PidNS != 0 && p.PidNS == self.PidNS
 }
 
 // sameKernel: the payload was written on this host since this boot, so its

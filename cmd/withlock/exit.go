@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // Exit statuses of SPEC §2.
@@ -68,8 +70,14 @@ func usageError(format string, args ...any) error {
 }
 
 // statusOf maps an error out of the app to an exit status and a message.
-// Errors the app did not classify are usage errors from flag parsing.
+// Errors the app did not classify are usage errors from flag parsing, and
+// so is an argument locks refused (ErrInvalid), whatever wraps it: its own
+// message names it, and never quotes a huge run id whole.
 func statusOf(err error) (int, string) {
+	var invalid *locks.InvalidError
+	if errors.As(err, &invalid) {
+		return exitUsage, invalid.Error()
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code, ee.msg

@@ -32,7 +32,7 @@ Examples:
    # weekly, from cron:
    @weekly withlock gc -q`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+			&cli.StringFlag{Name: "dir", Usage: dirUsage},
 			daysFlag("older-than", locks.DefaultGCAge, "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"),
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing (errors still print)"},

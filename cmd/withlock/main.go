@@ -38,6 +38,9 @@ func Main(args []string) int {
 // signalStatus).
 func run(args []string) (int, syscall.Signal) {
 	app := newApp()
+	if err := reserveDescriptors(args); err != nil { // before anything uses a descriptor (fdlimit.go)
+		return report(err), 0
+	}
 	args, err := reorderArgs(app, args)
 	if err != nil {
 		return report(err), 0

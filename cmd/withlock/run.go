@@ -18,7 +18,7 @@ import (
 
 func runCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+		&cli.StringFlag{Name: "dir", Usage: dirUsage},
 		durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"),
 		backendFlag(),
 	}
@@ -254,6 +254,7 @@ func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, r
 // (the TTL frees the lock anyway).
 func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func()) {
 	stopHeartbeat()
+	freeReserve() // the descriptors set aside for this release (fdlimit.go)
 	done := make(chan error, 1)
 	go func() { done <- lock.Release() }()
 	bound := time.NewTimer(releaseBound)

@@ -42,7 +42,7 @@ Examples:
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
-			&cli.StringFlag{Name: "dir", Usage: "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, $XDG_RUNTIME_DIR/withlock, /tmp/withlock-UID)"},
+			&cli.StringFlag{Name: "dir", Usage: dirUsage},
 			&cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"},
 			backendFlag(),
 		}, etcdFlags()...),

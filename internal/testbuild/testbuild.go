@@ -21,3 +21,9 @@ var SkipLockIDCheck bool
 // no tree file: the lock no longer outlives withlock in its command's
 // surviving processes, which the scorecard's tree rows must then show.
 var NoTree bool
+
+// TrustForeignProc, set only in the negative-control build
+// withlock_broken_procview, makes proc.View trust a /proc of another pid
+// namespace as its own, as withlock did before it checked, so the
+// scorecard's pid-namespace row can show that it fails without the check.
+var TrustForeignProc bool

@@ -1,0 +1,116 @@
+package locks
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrInvalid: an argument is outside what SPEC §3 allows (a TTL outside
+// 1 s … 1 year, a run id longer than 4 KiB). It is the caller's mistake, not
+// a fault: the command line maps it to EX_USAGE (64) and retries nothing.
+var ErrInvalid = errors.New("invalid argument")
+
+// The bounds of SPEC §3. A TTL under a second renews faster than the guard
+// can be taken and lets a contender in between two renewals; one over a year
+// overflows expires_at on its way through time.Duration. A run id is capped
+// so that a payload, every string JSON-escaped at six bytes a character,
+// stays far below MaxPayload: a file over the cap reads as corrupt, and a
+// corrupt file is reclaimed beside its live holder.
+const (
+	MinTTL      = time.Second
+	MaxTTL      = 365 * 24 * time.Hour
+	MaxRunIDLen = 4 << 10
+)
+
+// InvalidError names the argument and what is wrong with it, in one short
+// line that never quotes a huge value whole. It matches ErrInvalid.
+type InvalidError struct {
+	What   string // "--ttl 1ns", "WITHLOCK_TTL=\"99\"", "run id"
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.What + ": " + e.Reason }
+
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// CheckTTL refuses a TTL outside MinTTL … MaxTTL; what names where it came
+// from.
+func CheckTTL(what string, ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return &InvalidError{What: what, Reason: "ttl must be between 1s and 1 year (8760h)"}
+	}
+	return nil
+}
+
+// checkTTLSeconds is CheckTTL for a count of seconds, checked before it is
+// multiplied into a time.Duration, where a large count would wrap.
+func checkTTLSeconds(what string, n int64) (time.Duration, error) {
+	if n < int64(MinTTL/time.Second) || n > int64(MaxTTL/time.Second) {
+		return 0, &InvalidError{What: what, Reason: "ttl must be between 1 and 31536000 seconds (1 year)"}
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// CheckRunID refuses an empty run id and one longer than MaxRunIDLen bytes.
+func CheckRunID(runID string) error {
+	switch {
+	case runID == "":
+		return &InvalidError{What: "run id", Reason: "empty"}
+	case len(runID) > MaxRunIDLen:
+		return &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
+			Reason: fmt.Sprintf("longer than %d bytes", MaxRunIDLen)}
+	}
+	return nil
+}
+
+// escapedLen is how many bytes encoding/json writes for the string s (its
+// HTML-safe escaping), quotes excluded.
+func escapedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// truncateEscaped cuts s, at a character boundary, to the longest prefix
+// whose JSON-escaped form fits in limit bytes.
+func truncateEscaped(s string, limit int) string {
+	if len(s) <= limit/6 || escapedLen(s) <= limit {
+		return s
+	}
+	n, end := 0, 0
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		w := escapedLen(s[i : i+size])
+		if n+w > limit {
+			break
+		}
+		n += w
+		i += size
+		end = i
+	}
+	return s[:end]
+}

@@ -1,0 +1,100 @@
+package locks
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrFewDescriptors: the open-file limit leaves too few descriptors for a
+// run to take its lock, supervise its command and always release the lock.
+var ErrFewDescriptors = errors.New("too few file descriptors")
+
+// spareDescriptors is how many descriptors a run needs beyond those open
+// when it starts: Go's poller (epoll, eventfd), the guard, the fence file
+// the hold keeps, a temp file, a read of the lock file, a waiter's inotify
+// instance, pidfd and queued hold, the pipe os/exec starts the child with,
+// and the two reserved for the release — with a few to spare.
+const spareDescriptors = 16
+
+// countBelow is the limit under which the open descriptors are counted
+// (one read of /proc/self/fd) instead of taken to be the few a process
+// starts with: only a parent leaking hundreds of descriptors into us could
+// make a larger limit too small.
+const countBelow = 256
+
+var reserve struct {
+	sync.Mutex
+	fds [2]int
+	set bool
+}
+
+// ReserveDescriptors checks that the open-file limit leaves room for a run
+// and sets aside two descriptors (a pipe: no filesystem needed) that
+// FreeReserve gives back for the release, whatever the run used meanwhile.
+// It must run before anything starts Go's poller: below the limit that
+// needs, the runtime would abort the process.
+func ReserveDescriptors() error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return nil // cannot tell: go on as before
+	}
+	if lim.Cur < countBelow {
+		open := openDescriptors()
+		if open < 0 || uint64(open)+spareDescriptors > lim.Cur {
+			inUse := "all"
+			if open >= 0 {
+				inUse = strconv.Itoa(open)
+			}
+			return fmt.Errorf("%w: the open-file limit is %d (ulimit -n) with %s in use; withlock needs %d more to run the command and always release its lock: raise it (ulimit -n 64)",
+				ErrFewDescriptors, lim.Cur, inUse, spareDescriptors)
+		}
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return fmt.Errorf("%w: reserve descriptors for the release: %w", ErrFewDescriptors, os.NewSyscallError("pipe2", err))
+	}
+	reserve.Lock()
+	reserve.fds, reserve.set = p, true
+	reserve.Unlock()
+	return nil
+}
+
+// FreeReserve closes the descriptors ReserveDescriptors set aside.
+func FreeReserve() {
+	reserve.Lock()
+	defer reserve.Unlock()
+	if reserve.set {
+		unix.Close(reserve.fds[0])
+		unix.Close(reserve.fds[1])
+		reserve.set = false
+	}
+}
+
+// openDescriptors counts this process's open descriptors, -1 when it
+// cannot (the count itself needs one: none left is a count of "too many").
+func openDescriptors() int {
+	fd, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	defer unix.Close(fd)
+	n := 0
+	buf := make([]byte, 4096)
+	for {
+		got, err := unix.ReadDirent(fd, buf)
+		if err != nil {
+			return -1
+		}
+		if got == 0 {
+			break
+		}
+		_, count, _ := unix.ParseDirent(buf[:got], -1, nil)
+		n += count
+	}
+	return n - 1 // the directory's own descriptor
+}
