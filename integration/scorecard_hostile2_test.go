@@ -553,15 +553,20 @@ func TestScorecardHostilePidNamespace(t *testing.T) {
 		if n := check(t, withlockBin); n != 0 {
 			t.Errorf("%d contenders ran beside a live holder in a pid namespace", n)
 		}
-		// Runs one after another in fresh namespaces without /proc, at
-		// pids 1 and up (pids the host may not have): all succeed.
+		// Runs in fresh namespaces without /proc, as pid 1 and at pids the
+		// host does not have (the ones before it are taken by /bin/true):
+		// all succeed. (Before, withlock read its own start time from the
+		// host's /proc/<pid> and failed with 73 when there was none.)
 		dir := filepath.Join(t.TempDir(), "locks")
-		for k := 0; k < 6; k++ {
-			script := strings.Repeat("/bin/true; ", 7*k) + `exec "$0" run --dir "$1" seq -- true`
-			cmd := exec.Command("unshare", "--pid", "--fork", "sh", "-c", script, withlockBin, dir)
+		for _, pid := range append([]int{1}, freeHostPids(3)...) {
+			script := `i=2; while [ $i -lt "$2" ]; do /bin/true; i=$((i+1)); done; "$0" run --dir "$1" seq -- sh -c 'echo $PPID'`
+			cmd := exec.Command("unshare", "--pid", "--fork", "sh", "-c", script, withlockBin, dir, strconv.Itoa(pid))
 			cmd.Env = testEnv(t)
-			if _, stderr, code := runCommand(t, cmd, defaultDeadline); code != 0 {
-				t.Errorf("run %d in a namespace without /proc: exit %d: %s", k, code, stderr)
+			stdout, stderr, code := runCommand(t, cmd, defaultDeadline)
+			if code != 0 {
+				t.Errorf("run at namespace pid %d (none on the host): exit %d: %s", pid, code, stderr)
+			} else if got := strings.TrimSpace(stdout); pid > 1 && got != strconv.Itoa(pid) {
+				t.Logf("withlock ran at namespace pid %s, not %d", got, pid)
 			}
 		}
 	})
@@ -687,4 +692,16 @@ func childOf(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return child
+}
+
+// freeHostPids returns up to n pids between 10 and 400 that no process has
+// on the host now.
+func freeHostPids(n int) []int {
+	var out []int
+	for pid := 10; pid < 400 && len(out) < n; pid++ {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
