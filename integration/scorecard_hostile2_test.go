@@ -506,8 +506,8 @@ func TestScorecardHostileFencing(t *testing.T) {
 // means nothing to /proc: a holder there is judged by its TTL alone —
 // never "pid reused" beside a live holder, and runs never fail with 73.
 // With --mount-proc, and from the host, the holder is excluded too.
-// Negative control: a build that trusts the foreign /proc reclaims the live
-// holder, and the row sees the second holder.
+// Negative control: a build that trusts the foreign /proc and takes no tree
+// file reclaims the live holder, and the row sees the second holder.
 func TestScorecardHostilePidNamespace(t *testing.T) {
 	needRoot(t)
 	if err := exec.Command("unshare", "--pid", "--fork", "true").Run(); err != nil {
@@ -570,12 +570,28 @@ func TestScorecardHostilePidNamespace(t *testing.T) {
 			}
 		}
 	})
+	// Two layers exclude here, each enough alone: the check of which pid
+	// namespace /proc belongs to (a build without tree files still
+	// excludes), and the tree file's flock, a kernel object seen from
+	// every namespace (a build trusting the foreign /proc reads the holder
+	// as dead, probes its tree and still excludes).
+	for _, tag := range []string{tagNoTree, tagBrokenProcView} {
+		t.Run("each layer alone: "+tag, func(t *testing.T) {
+			if !tagIsWired(t, tag) {
+				t.Fatalf("build tag %s changes nothing: the row would prove nothing", tag)
+			}
+			if n := check(t, taggedBinary(t, tag)); n != 0 {
+				t.Errorf("%s: %d contenders ran beside a live holder in a pid namespace", tag, n)
+			}
+		})
+	}
 	t.Run("negative control", func(t *testing.T) {
-		if !tagIsWired(t, tagBrokenProcView) {
-			t.Fatalf("build tag %s changes nothing: the control would prove nothing", tagBrokenProcView)
+		both := tagBrokenProcView + "," + tagNoTree
+		if !tagIsWired(t, both) {
+			t.Fatalf("build tags %s change nothing: the control would prove nothing", both)
 		}
-		if n := check(t, taggedBinary(t, tagBrokenProcView)); n == 0 {
-			t.Errorf("the broken build excluded every contender: the row cannot fail")
+		if n := check(t, taggedBinary(t, both)); n == 0 {
+			t.Errorf("the build with neither layer excluded every contender: the row cannot fail")
 		}
 	})
 }
