@@ -11,8 +11,11 @@ import (
 type waker struct{ ctx context.Context }
 
 func newWaker(ctx context.Context, dir, name string) *waker { return &waker{ctx: ctx} }
-func (w *waker) Watching() bool                             { return false }
-func (w *waker) Close()                                     {}
+func newWakerFor(ctx context.Context, dir, name string, more ...string) *waker {
+	return &waker{ctx: ctx}
+}
+func (w *waker) Watching() bool { return false }
+func (w *waker) Close()         {}
 
 func (w *waker) Wait(timeout time.Duration, pid int, granted <-chan struct{}) {
 	t := time.NewTimer(timeout)

@@ -83,15 +83,22 @@ func newFileBackend(c *cli.Context, log zerolog.Logger, command string, onWait f
 	locker.Command = command
 	locker.Log = log
 	locker.OnWait = onWait
-	return fileBackend{locker}, nil
+	return fileBackendFor(c, locker), nil
 }
 
 // fileBackend is the local run lock of SPEC §3.
 type fileBackend struct{ locker *locks.RunLocker }
 
 func (b fileBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
+	start := time.Now()
 	l, err := b.locker.Acquire(ctx, runID, wait)
 	if err != nil {
+		return nil, err
+	}
+	// Exclusive: with the lock held nobody new takes a shared or semaphore
+	// slot of runID; wait for those who have one to leave.
+	if err := b.locker.AwaitNoSharers(ctx, l, start, wait); err != nil {
+		l.Release()
 		return nil, err
 	}
 	return l, nil

@@ -23,6 +23,7 @@ func runCommand() *cli.Command {
 		backendFlag(),
 	}
 	flags = append(flags, backendFlags...)
+	flags = append(flags, semFlags()...)
 	flags = append(flags, superviseFlags()...)
 	flags = append(flags, logFlags()...)
 	return &cli.Command{
@@ -70,6 +71,9 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	if err := knownBackend(c); err != nil {
+		return err
+	}
+	if err := checkSlotFlags(c); err != nil {
 		return err
 	}
 	if execBackends[c.String("backend")] {
@@ -240,6 +244,8 @@ func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, r
 				Int("holder_pid", held.Holder.Pid).Msg(held.Error())
 		}
 		return silentExit(opts.conflictExitCode)
+	case errors.Is(err, locks.ErrModeMismatch):
+		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
 	case errors.Is(err, locks.ErrHeld):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Str("run_id", runID).Msg(err.Error())

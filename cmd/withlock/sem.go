@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/withlock/withlock/locks"
+)
+
+// semFlags are run's flags for semaphores and shared locks (SPEC §6).
+func semFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max", Usage: "a counting semaphore: up to `N` holders of RUN_ID at once, each told its WITHLOCK_SLOT (0…N-1)"},
+		&cli.BoolFlag{Name: "shared", Usage: "hold RUN_ID shared, as flock -s: shared holders run together; a plain (exclusive) run of RUN_ID waits for them and keeps new ones out"},
+	}
+}
+
+// checkSlotFlags refuses --max and --shared where they cannot work (exit 64).
+func checkSlotFlags(c *cli.Context) error {
+	if !c.IsSet("max") && !c.Bool("shared") {
+		return nil
+	}
+	switch {
+	case c.IsSet("max") && c.Bool("shared"):
+		return usageError("run: --max and --shared exclude each other")
+	case c.IsSet("max") && c.Int("max") < 1:
+		return usageError("run: --max %d: must be at least 1", c.Int("max"))
+	case c.String("backend") != "file":
+		return usageError("run: --max and --shared are not available with --backend %s yet", c.String("backend"))
+	}
+	return nil
+}
+
+// slotBackend takes a slot of a semaphore (max ≥ 1) or a shared slot
+// (max 0) on the file backend.
+type slotBackend struct {
+	locker *locks.RunLocker
+	max    int
+}
+
+func (b slotBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
+	l, err := b.locker.AcquireSlot(ctx, runID, b.max, wait)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// fileBackendFor is the file backend the flags ask for: slots with --max
+// or --shared, else the exclusive run lock.
+func fileBackendFor(c *cli.Context, locker *locks.RunLocker) backend {
+	switch {
+	case c.IsSet("max"):
+		return slotBackend{locker, c.Int("max")}
+	case c.Bool("shared"):
+		return slotBackend{locker, 0}
+	}
+	return fileBackend{locker}
+}

@@ -1,0 +1,524 @@
+package locks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Semaphores (`--max N`) and shared locks (`--shared`), SPEC §6, are built
+// from ordinary run locks. Slot k of run id X is the run lock of the derived
+// run id SlotRunID(X, mode, k) = X + "\x00" + mode + " " + k. A NUL cannot
+// appear in a run id given on a command line, so a derived id never names a
+// user's own lock. Each slot therefore has its own lock file, guard, fencing
+// counter, tree file (the tree-bound liveness), TTL renewal, stale judge and
+// status entry, exactly as a run lock.
+//
+// X's own guard serialises the decisions that span slots: the mode and N the
+// run id is used with (the meta file <key>.sem), which slot a newcomer takes,
+// and the exclusion between X's exclusive holder (X's own lock file, taken by
+// a plain `withlock run X`) and the slot holders. Slot guards nest inside X's
+// guard; nothing takes X's guard while it holds a slot's.
+//
+// The exclusive holder's lock file doubles as the writer-intent marker: a
+// plain acquirer takes X's lock first and only then waits for the slot
+// holders to leave (AwaitNoSharers), and a newcomer to a slot waits while X's
+// lock is held. So a stream of new shared holders cannot starve a waiting
+// exclusive one: once it has X's lock, nobody new gets in. This is the policy
+// of Go's sync.RWMutex (writer preference); exclusive acquirers among
+// themselves queue on X's lock as usual.
+
+// SemMode is how a run id's slots are used.
+type SemMode string
+
+const (
+	ModeMax    SemMode = "max"    // a counting semaphore of Max slots
+	ModeShared SemMode = "shared" // shared holders, as many as come
+)
+
+// maxSharedSlots bounds the slots of a shared lock (the high-water mark of
+// shared holders at once).
+const maxSharedSlots = 1 << 16
+
+// SlotRunID is the derived run id of slot k of runID.
+func SlotRunID(runID string, mode SemMode, k int) string {
+	return runID + "\x00" + string(mode) + " " + strconv.Itoa(k)
+}
+
+// ParseSlotRunID undoes SlotRunID; ok is false for any other run id.
+func ParseSlotRunID(id string) (base string, mode SemMode, slot int, ok bool) {
+	base, rest, found := strings.Cut(id, "\x00")
+	if !found {
+		return id, "", 0, false
+	}
+	m, n, found := strings.Cut(rest, " ")
+	k, err := strconv.Atoi(n)
+	if !found || err != nil || k < 0 || (m != string(ModeMax) && m != string(ModeShared)) {
+		return id, "", 0, false
+	}
+	return base, SemMode(m), k, true
+}
+
+// SlotLock is one held slot of a semaphore or shared lock: a run lock of
+// the derived run id, and what the child is told about it.
+type SlotLock struct {
+	*Lock
+	Base string // the run id the user named
+	Mode SemMode
+	Slot int // 0 … Max−1 for ModeMax
+	Max  int // 0 for ModeShared
+}
+
+// Env is the child's environment: WITHLOCK_RUN_ID is the run id the user
+// named; WITHLOCK_SLOT and WITHLOCK_MAX (semaphores) or WITHLOCK_SHARED=1
+// say what is held. The lock file and fencing token are the slot's own.
+func (l *SlotLock) Env() []string {
+	env := l.Lock.Env()
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
+			env[i] = "WITHLOCK_RUN_ID=" + l.Base
+		}
+	}
+	if l.Mode == ModeShared {
+		return append(env, "WITHLOCK_SHARED=1", "WITHLOCK_SLOT="+strconv.Itoa(l.Slot))
+	}
+	return append(env, "WITHLOCK_SLOT="+strconv.Itoa(l.Slot), "WITHLOCK_MAX="+strconv.Itoa(l.Max))
+}
+
+// ErrModeMismatch: a run id is held as a semaphore of another size, or as a
+// semaphore by one side and a shared lock by the other. It is a usage
+// error, not contention: waiting would not make the two agree.
+var ErrModeMismatch = errors.New("holders disagree about the lock's mode")
+
+// MismatchError names both sides of a mode disagreement.
+type MismatchError struct {
+	RunID      string
+	Want, Have semMeta
+	Holder     Holder
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)",
+		e.RunID, e.Want.flag(), e.Have.flag(), e.Holder.Pid)
+}
+
+func (e *MismatchError) Unwrap() error { return ErrModeMismatch }
+
+// SlotsHeldError: every slot of a semaphore stayed held until the wait ran
+// out. It matches ErrHeld.
+type SlotsHeldError struct {
+	RunID   string
+	Max     int
+	Holders []Holder
+}
+
+func (e *SlotsHeldError) Error() string {
+	pids := make([]string, 0, len(e.Holders))
+	for _, h := range e.Holders {
+		pids = append(pids, strconv.Itoa(h.Pid))
+	}
+	return fmt.Sprintf("run %q: all %d slots are held (pids %s)", e.RunID, e.Max, strings.Join(pids, ", "))
+}
+
+func (e *SlotsHeldError) Unwrap() error { return ErrHeld }
+
+// semMeta is the meta file <key>.sem: how the run id's slots are used and
+// how many slots there are to look at (Max, or the high-water mark of
+// shared holders). It is rewritten, atomically, only under X's guard, and
+// outlives its holders (like the fence file): the next acquirer in another
+// mode rewrites it once no slot is held.
+type semMeta struct {
+	RunID string  `json:"run_id"`
+	Mode  SemMode `json:"mode"`
+	Max   int     `json:"max"`
+	Slots int     `json:"slots"`
+}
+
+func (m semMeta) flag() string {
+	if m.Mode == ModeShared {
+		return "--shared"
+	}
+	return "--max " + strconv.Itoa(m.Max)
+}
+
+func (r *RunLocker) metaPath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".sem")
+}
+
+// SlotsOf reports how runID is used as a semaphore or shared lock: found is
+// false when it never was (no meta file).
+func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
+	m, found, err := r.readMeta(runID)
+	return m.Mode, m.Max, m.Slots, found, err
+}
+
+func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
+	path := r.metaPath(runID)
+	data, _, err := r.fsys().ReadLockFile(path, MaxPayload)
+	if errors.Is(err, fs.ErrNotExist) {
+		return semMeta{}, false, nil
+	}
+	if err != nil {
+		return semMeta{}, false, err
+	}
+	var m semMeta
+	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
+		return semMeta{}, false, fmt.Errorf("semaphore meta file %s is corrupt (remove it once no holder of run %q runs)", path, runID)
+	}
+	return m, true, nil
+}
+
+func (r *RunLocker) writeMeta(runID string, m semMeta) error {
+	path := r.metaPath(runID)
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp." + randomID()
+	fsys := r.fsys()
+	if err := fsys.WriteNew(tmp, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		fsys.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// heldSlots reads the slots the meta file names and returns their holders
+// (no guard needed: a lock file is only ever replaced whole).
+func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
+	var held []*Holder
+	for k := 0; k < m.Slots; k++ {
+		path := r.LockPath(SlotRunID(runID, m.Mode, k))
+		v, err := r.read(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if verdict := r.judge(v); verdict.Held() {
+			held = append(held, r.holder(path, v, verdict))
+		}
+	}
+	return held, nil
+}
+
+// trySlot makes one attempt at a slot of runID: under X's guard, it checks
+// that no exclusive holder has X, that the meta file agrees with mode and
+// max (or that nobody holds a slot of the other kind, and rewrites it), and
+// takes the lowest free slot. Busy is a result: the holders in the way are
+// returned (X's holder alone when it has X).
+func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*Holder, error) {
+	if err := EnsureDir(r.fsys(), r.Dir); err != nil {
+		return nil, nil, err
+	}
+	g, err := r.lockGuard(runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlockGuard(g)
+
+	xPath := r.LockPath(runID)
+	switch v, err := r.read(xPath); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, nil, err
+	default:
+		if verdict := r.judge(v); verdict.Held() {
+			return nil, []*Holder{r.holder(xPath, v, verdict)}, nil
+		}
+	}
+
+	want := semMeta{RunID: runID, Mode: mode, Max: max}
+	if mode == ModeMax {
+		want.Slots = max
+	}
+	m, found, err := r.readMeta(runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if found && (m.Mode != mode || m.Max != max) {
+		held, err := r.heldSlots(runID, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(held) > 0 {
+			return nil, nil, &MismatchError{RunID: runID, Want: want, Have: m, Holder: *held[0]}
+		}
+		found = false
+	}
+	if !found {
+		m = want
+		if err := r.writeMeta(runID, m); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	limit := m.Slots
+	if mode == ModeShared {
+		limit = min(m.Slots+1, maxSharedSlots) // every slot in use: one more
+	}
+	var held []*Holder
+	for k := 0; k < limit; k++ {
+		lock, h, err := r.TryAcquire(SlotRunID(runID, mode, k))
+		if err != nil {
+			return nil, nil, err
+		}
+		if lock == nil {
+			held = append(held, h)
+			continue
+		}
+		if k >= m.Slots {
+			m.Slots = k + 1
+			if err := r.writeMeta(runID, m); err != nil {
+				lock.Release()
+				return nil, nil, err
+			}
+		}
+		return &SlotLock{Lock: lock, Base: runID, Mode: mode, Slot: k, Max: max}, nil, nil
+	}
+	if mode == ModeShared {
+		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, maxSharedSlots)
+	}
+	return nil, held, nil
+}
+
+// AcquireSlot takes a slot of runID: one of max slots (a counting
+// semaphore), or with max 0 a shared slot. It waits up to wait (< 0:
+// forever; 0: one attempt) like Acquire, and never spins. Semaphore waiters
+// queue on a flock of <key>.semq: only the first in line watches the slots
+// (inotify on their lock files, the end of each holder's tree), so a freed
+// slot wakes one waiter, which lets the next in line up once it has a slot
+// or gives up. A dead holder's slot is reclaimed by the stale rules of the
+// run lock, the tree rule included. Shared waiters, which wait only for an
+// exclusive holder, all wake when it leaves.
+func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
+	if runID == "" {
+		return nil, errors.New("empty run id")
+	}
+	if strings.Contains(runID, "\x00") {
+		return nil, fmt.Errorf("run id %q: contains a NUL byte", runID)
+	}
+	if max < 0 {
+		return nil, fmt.Errorf("run %q: --max %d: must be at least 1", runID, max)
+	}
+	mode := ModeMax
+	if max == 0 {
+		mode = ModeShared
+	}
+	start := r.now()
+	var queue *holdRequest
+	sw := &slotWaiter{r: r, ctx: ctx}
+	var waiting func()
+	defer func() {
+		queue.abandon()
+		sw.close()
+		if waiting != nil {
+			waiting()
+		}
+	}()
+	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
+	faults := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		lock, held, err := r.trySlot(runID, mode, max)
+		if lock != nil {
+			return lock, nil
+		}
+		now := r.now()
+		left := time.Duration(1<<63 - 1)
+		if wait >= 0 {
+			left = start.Add(wait).Sub(now)
+		}
+		if err != nil {
+			if errors.Is(err, ErrModeMismatch) {
+				return nil, err
+			}
+			if fatal, ok := r.fault(runID, err, &faults, left); ok {
+				return nil, fatal
+			}
+			sleepCtx(ctx, bo.next())
+			continue
+		}
+		faults = 0
+		exclusive := len(held) == 1 && held[0].RunID == runID
+		if left <= 0 {
+			if exclusive || mode == ModeShared {
+				held[0].FindPids()
+				return nil, &HeldError{RunID: runID, Holder: *held[0], At: now}
+			}
+			out := make([]Holder, len(held))
+			for i, h := range held {
+				out[i] = *h
+			}
+			return nil, &SlotsHeldError{RunID: runID, Max: max, Holders: out}
+		}
+		if waiting == nil {
+			waiting = r.markWaiting(runID)
+		}
+		if r.OnWait != nil {
+			r.OnWait(held[0], now.Sub(start))
+		}
+		if mode == ModeMax && !exclusive {
+			if !queue.live() {
+				queue = r.requestQueue(runID)
+			}
+			if queue.pending() {
+				// Not first in line: the kernel wakes us when the one in
+				// front has a slot or gives up. The poll covers a first in
+				// line that is stopped.
+				waitHold(ctx, queue, min(left, jitter(r.holdPollEvery())))
+				continue
+			}
+		}
+		if sw.w == nil {
+			names := []string{Key(runID) + ".lock"}
+			if mode == ModeMax {
+				for k := 0; k < max; k++ {
+					names = append(names, Key(SlotRunID(runID, mode, k))+".lock")
+				}
+			}
+			sw.w = newWakerFor(ctx, r.Dir, names[0], names[1:]...)
+			continue // look again: from here on every change wakes us
+		}
+		sw.wait(held, left)
+	}
+}
+
+// AwaitNoSharers is the second half of an exclusive acquisition of runID
+// (a plain `withlock run`): with l (runID's own lock) held, so that nobody
+// new takes a slot, it waits until no slot holder of runID is left,
+// renewing l meanwhile. wait counts from start. When the wait runs out it
+// returns a *HeldError naming a slot holder; l is the caller's to release.
+// A run id never used with slots costs one failed open.
+func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time, wait time.Duration) error {
+	m, found, err := r.readMeta(l.RunID)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !found {
+		return nil
+	}
+	sw := &slotWaiter{r: r, ctx: ctx}
+	defer sw.close()
+	renewAt := r.now().Add(r.TTL / 3)
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		held, err := r.heldSlots(l.RunID, m)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if len(held) == 0 {
+			return nil
+		}
+		now := r.now()
+		left := time.Duration(1<<63 - 1)
+		if wait >= 0 {
+			left = start.Add(wait).Sub(now)
+		}
+		if left <= 0 {
+			held[0].FindPids()
+			return &HeldError{RunID: l.RunID, Holder: *held[0], At: now}
+		}
+		if sw.w == nil && m.Slots > 0 {
+			names := make([]string, 0, m.Slots)
+			for k := 0; k < m.Slots; k++ {
+				names = append(names, Key(SlotRunID(l.RunID, m.Mode, k))+".lock")
+			}
+			sw.w = newWakerFor(ctx, r.Dir, names[0], names[1:]...)
+			continue
+		}
+		if r.OnWait != nil {
+			r.OnWait(held[0], now.Sub(start))
+		}
+		sw.wait(held, min(left, max(renewAt.Sub(now), time.Millisecond)))
+		if !r.now().Before(renewAt) {
+			if err := l.Renew(); err != nil {
+				return err
+			}
+			renewAt = r.now().Add(r.TTL / 3)
+		}
+	}
+}
+
+// slotWaiter blocks a waiter of several lock files until one may have
+// changed: removed or renamed (inotify), a holder's command tree ended
+// (its tree file's flock), or a holder's lock may have turned stale by
+// itself (its expiry).
+type slotWaiter struct {
+	r     *RunLocker
+	ctx   context.Context
+	w     *waker
+	trees map[string]bool // tree files being waited on
+	ended chan struct{}   // a token when one of them ended
+	bo    backoff
+}
+
+// wait blocks for at most left. While inotify watches, the timeout only
+// backs up what it cannot see (a file rewritten in place); without it, a
+// capped backoff with jitter paces the looks.
+func (sw *slotWaiter) wait(held []*Holder, left time.Duration) {
+	var timeout time.Duration
+	if sw.w == nil {
+		sw.w = newWakerFor(sw.ctx, sw.r.Dir, "")
+	}
+	if sw.w.Watching() {
+		timeout = min(left, jitter(5*time.Second))
+	} else {
+		if sw.bo.max == 0 {
+			sw.bo = backoff{min: 10 * time.Millisecond, max: time.Second}
+		}
+		timeout = min(left, sw.bo.next())
+	}
+	if sw.trees == nil {
+		sw.trees = make(map[string]bool)
+		sw.ended = make(chan struct{}, 1)
+	}
+	now := sw.r.now()
+	for _, h := range held {
+		timeout = recheckBy(h, now, timeout)
+		if h.TreeFile == "" || sw.trees[h.TreeFile] {
+			continue
+		}
+		if ended := awaitTreeEnd(h.TreeFile); ended != nil {
+			sw.trees[h.TreeFile] = true
+			go func() {
+				<-ended
+				select {
+				case sw.ended <- struct{}{}:
+				default:
+				}
+			}()
+		}
+	}
+	sw.w.Wait(timeout, 0, sw.ended)
+}
+
+func (sw *slotWaiter) close() {
+	if sw.w != nil {
+		sw.w.Close()
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

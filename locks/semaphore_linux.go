@@ -1,0 +1,87 @@
+package locks
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func (r *RunLocker) queuePath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".semq")
+}
+
+func (r *RunLocker) waitingPath(runID string) string {
+	return filepath.Join(r.Dir, Key(runID)+".waiting")
+}
+
+// requestQueue asks for a place in the line of runID's semaphore waiters:
+// an exclusive flock of <key>.semq, which the kernel grants to one waiter
+// at a time. nil when the file cannot be opened: the waiter then watches
+// the slots itself, as if first in line.
+func (r *RunLocker) requestQueue(runID string) *holdRequest {
+	f, err := r.fsys().OpenGuard(r.queuePath(runID))
+	if err != nil {
+		return nil
+	}
+	h := &holdRequest{f: f, granted: make(chan struct{})}
+	fd := int(f.Fd())
+	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		h.grant(nil)
+		return h
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return nil
+	}
+	go func() { h.grant(flock(fd, unix.LOCK_EX)) }()
+	return h
+}
+
+// markWaiting counts this process among runID's slot waiters until the
+// returned func is called: a shared flock of <key>.waiting, which status
+// counts in /proc/locks (WaitersOf). Nothing when the file cannot be had.
+func (r *RunLocker) markWaiting(runID string) func() {
+	f, err := r.fsys().OpenGuard(r.waitingPath(runID))
+	if err != nil {
+		return func() {}
+	}
+	if flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { f.Close() }
+}
+
+// WaitersOf counts the processes waiting for a slot of runID: the flocks
+// on its <key>.waiting file, as /proc/locks lists them. ok is false when
+// that cannot be known.
+func (r *RunLocker) WaitersOf(runID string) (n int, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(r.waitingPath(runID), &st); err != nil {
+		return 0, os.IsNotExist(err)
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	// "1: FLOCK  ADVISORY  READ  1234 08:01:5678 0 EOF"; blocked requests
+	// have "->" after the number. The id is MAJOR:MINOR:INODE, major and
+	// minor in hex.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 6 && fields[1] != "->" && fields[1] == "FLOCK" && fields[5] == id {
+			n++
+		}
+	}
+	return n, sc.Err() == nil
+}

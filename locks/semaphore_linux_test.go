@@ -1,0 +1,404 @@
+package locks
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestSlotRunIDRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		mode SemMode
+		k    int
+	}{{"b", ModeMax, 0}, {"build x", ModeMax, 17}, {"db", ModeShared, 3}, {"", ModeShared, 0}} {
+		base, mode, k, ok := ParseSlotRunID(SlotRunID(tc.base, tc.mode, tc.k))
+		if !ok || base != tc.base || mode != tc.mode || k != tc.k {
+			t.Errorf("ParseSlotRunID(SlotRunID(%q, %s, %d)) = %q, %s, %d, %v", tc.base, tc.mode, tc.k, base, mode, k, ok)
+		}
+	}
+	for _, id := range []string{"plain", "a\x00max x", "a\x00other 1", "a\x00max -1", "a\x00max"} {
+		if _, _, _, ok := ParseSlotRunID(id); ok {
+			t.Errorf("ParseSlotRunID(%q) ok, want not a slot id", id)
+		}
+	}
+}
+
+func mustSlot(t *testing.T, r *RunLocker, runID string, max int) *SlotLock {
+	t.Helper()
+	l, err := r.AcquireSlot(context.Background(), runID, max, 0)
+	if err != nil {
+		t.Fatalf("AcquireSlot(%q, %d): %v", runID, max, err)
+	}
+	return l
+}
+
+func envOf(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Three holders of a --max 3 semaphore get the three slots, each its own
+// lock file and a fencing token that grows per slot; a fourth is refused
+// naming all three; the child's env names the user's run id.
+func TestSemaphoreSlots(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	var held []*SlotLock
+	slots := map[int]bool{}
+	for i := 0; i < 3; i++ {
+		l := mustSlot(t, r, "b", 3)
+		held = append(held, l)
+		slots[l.Slot] = true
+		env := envOf(l.Env())
+		if env["WITHLOCK_RUN_ID"] != "b" || env["WITHLOCK_SLOT"] != strconv.Itoa(l.Slot) || env["WITHLOCK_MAX"] != "3" {
+			t.Errorf("env %v", env)
+		}
+		if env["WITHLOCK_LOCK_FILE"] != r.LockPath(SlotRunID("b", ModeMax, l.Slot)) {
+			t.Errorf("lock file %q", env["WITHLOCK_LOCK_FILE"])
+		}
+	}
+	if len(slots) != 3 || !slots[0] || !slots[1] || !slots[2] {
+		t.Fatalf("slots %v, want 0, 1, 2", slots)
+	}
+	_, err := r.AcquireSlot(context.Background(), "b", 3, 0)
+	var full *SlotsHeldError
+	if !errors.As(err, &full) || !errors.Is(err, ErrHeld) || len(full.Holders) != 3 {
+		t.Fatalf("fourth holder: %v, want all 3 slots held", err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	if want := fmt.Sprintf("run \"b\": all 3 slots are held (pids %s, %s, %s)", self, self, self); err.Error() != want {
+		t.Errorf("line %q, want %q", err.Error(), want)
+	}
+	tok := held[1].FencingToken()
+	slot := held[1].Slot
+	if err := held[1].Release(); err != nil {
+		t.Fatal(err)
+	}
+	again := mustSlot(t, r, "b", 3)
+	if again.Slot != slot || again.FencingToken() <= tok {
+		t.Errorf("re-acquired slot %d token %d, want slot %d token > %d", again.Slot, again.FencingToken(), slot, tok)
+	}
+	held[1] = again
+	for _, l := range held {
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A plain lock of the same run id is the exclusive mode: it gets in
+	// now that the slots are free.
+	x := mustAcquire(t, r, "b")
+	if err := r.AwaitNoSharers(context.Background(), x, time.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+	x.Release()
+}
+
+// Holders that disagree about N (or about the mode) get one error naming
+// both; once the others are gone, the new N takes over.
+func TestSemaphoreMismatch(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	l := mustSlot(t, r, "b", 3)
+	_, err := r.AcquireSlot(context.Background(), "b", 5, time.Minute)
+	if !errors.Is(err, ErrModeMismatch) {
+		t.Fatalf("--max 5 against --max 3: %v", err)
+	}
+	want := fmt.Sprintf("run \"b\": --max 5 disagrees with --max 3 of its running holders (pid %d)", os.Getpid())
+	if err.Error() != want {
+		t.Errorf("line %q, want %q", err.Error(), want)
+	}
+	_, err = r.AcquireSlot(context.Background(), "b", 0, 0)
+	if !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), "--shared disagrees with --max 3") {
+		t.Errorf("--shared against --max 3: %v", err)
+	}
+	l.Release()
+	five := mustSlot(t, r, "b", 5)
+	defer five.Release()
+	if mode, max, _, found, err := r.SlotsOf("b"); err != nil || !found || mode != ModeMax || max != 5 {
+		t.Errorf("SlotsOf = %s %d %v %v", mode, max, found, err)
+	}
+}
+
+// One release of a full semaphore wakes one waiter, at once (no poll:
+// the polls are 5 s and more), and that waiter takes the freed slot; the
+// other waiters keep waiting and are counted by WaitersOf.
+func TestSemaphoreReleaseWakesOneWaiter(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	knobsOf(r).holdPoll = time.Hour
+	a, b := mustSlot(t, r, "b", 2), mustSlot(t, r, "b", 2)
+	type got struct {
+		l   *SlotLock
+		err error
+		at  time.Time
+	}
+	results := make(chan got, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		go func() {
+			l, err := r.AcquireSlot(ctx, "b", 2, -1)
+			results <- got{l, err, time.Now()}
+		}()
+	}
+	waitUntil(t, func() bool { n, ok := r.WaitersOf("b"); return ok && n == 3 }, "three waiters counted")
+	released := time.Now()
+	slot := a.Slot
+	a.Release()
+	first := <-results
+	if first.err != nil || first.l.Slot != slot {
+		t.Fatalf("first waiter: %+v, want slot %d", first, slot)
+	}
+	if took := first.at.Sub(released); took > 2*time.Second {
+		t.Errorf("woken %v after the release", took)
+	}
+	waitUntil(t, func() bool { n, ok := r.WaitersOf("b"); return ok && n == 2 }, "two waiters left")
+	select {
+	case g := <-results:
+		t.Fatalf("a second waiter got a slot with none free: %+v", g)
+	default:
+	}
+	b.Release()
+	second := <-results
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	first.l.Release()
+	third := <-results
+	if third.err != nil {
+		t.Fatal(third.err)
+	}
+	second.l.Release()
+	third.l.Release()
+	if n, _ := r.WaitersOf("b"); n != 0 {
+		t.Errorf("%d waiters counted after all returned", n)
+	}
+}
+
+// TestHelperSlotHolder is a holder process: it takes a slot of "b" (max
+// LOCKS_SEM_MAX, 0 for shared) in LOCKS_SEM_DIR, starts a setsid'd
+// `sleep 300` that inherits the tree file as a command does, prints the
+// slot and the sleep's pid, and waits to be killed.
+func TestHelperSlotHolder(t *testing.T) {
+	dir := os.Getenv("LOCKS_SEM_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	max, _ := strconv.Atoi(os.Getenv("LOCKS_SEM_MAX"))
+	r, err := NewRunLocker(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.AcquireSlot(context.Background(), "b", max, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep := exec.Command("sleep", "300")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(l.Slot, sleep.Process.Pid)
+	time.Sleep(time.Hour)
+}
+
+// slotHolder starts a holder process and returns it with its slot and its
+// command's pid.
+func slotHolder(t *testing.T, dir string, max int) (holder *exec.Cmd, slot, child int) {
+	t.Helper()
+	holder = exec.Command(os.Args[0], "-test.run=^TestHelperSlotHolder$", "-test.count=1")
+	holder.Env = append(os.Environ(), "LOCKS_SEM_DIR="+dir, "LOCKS_SEM_MAX="+strconv.Itoa(max))
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fscan(bufio.NewReader(out), &slot, &child); err != nil {
+		holder.Process.Kill()
+		holder.Wait()
+		t.Fatalf("holder printed no slot: %v", err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(child, syscall.SIGKILL)
+		holder.Process.Kill()
+		holder.Wait()
+	})
+	return holder, slot, child
+}
+
+// A slot holder SIGKILLed while its command's tree runs keeps its slot
+// (the tree rule); when the tree ends, the waiter first in line is woken
+// by the tree file's flock and takes that slot at once.
+func TestSemaphoreDeadHolderTreeKeepsSlot(t *testing.T) {
+	dir := t.TempDir()
+	holder, slot, child := slotHolder(t, dir, 1)
+	holder.Process.Kill()
+	holder.Wait()
+	r := newTestLocker(t, dir, time.Minute)
+	knobsOf(r).holdPoll = time.Hour
+	_, err := r.AcquireSlot(context.Background(), "b", 1, 0)
+	var full *SlotsHeldError
+	if !errors.As(err, &full) || !full.Holders[0].Orphaned {
+		t.Fatalf("slot of a dead holder whose tree runs: %v, want held, orphaned", err)
+	}
+	got := make(chan error, 1)
+	var l *SlotLock
+	go func() {
+		var err error
+		l, err = r.AcquireSlot(context.Background(), "b", 1, time.Minute)
+		got <- err
+	}()
+	tree := full.Holders[0].TreeFile
+	waitUntil(t, func() bool { return hasOpen(os.Getpid(), tree) }, "the waiter to wait on the tree file")
+	killed := time.Now()
+	syscall.Kill(child, syscall.SIGKILL)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if took := time.Since(killed); took > 2*time.Second {
+		t.Errorf("slot reclaimed %v after the tree ended", took)
+	}
+	if l.Slot != slot {
+		t.Errorf("got slot %d, want the dead holder's %d", l.Slot, slot)
+	}
+}
+
+// A holder SIGKILLed together with its command frees its slot for the
+// next acquirer at once (no TTL wait).
+func TestSemaphoreDeadHolderReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	holder, slot, child := slotHolder(t, dir, 2)
+	r := newTestLocker(t, dir, time.Minute)
+	other := mustSlot(t, r, "b", 2)
+	defer other.Release()
+	syscall.Kill(child, syscall.SIGKILL)
+	holder.Process.Kill()
+	holder.Wait()
+	killed := time.Now()
+	l, err := r.AcquireSlot(context.Background(), "b", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if took := time.Since(killed); took > 2*time.Second {
+		t.Errorf("slot reclaimed %v after its holder died", took)
+	}
+	if l.Slot != slot {
+		t.Errorf("got slot %d, want %d", l.Slot, slot)
+	}
+}
+
+// Shared holders hold together; an exclusive acquirer takes the run id's
+// own lock and waits for them; new shared holders wait behind it (no
+// starvation); when the old ones leave the exclusive one runs alone, and
+// the waiting shared ones get in after it.
+func TestSharedAndExclusive(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	knobsOf(r).holdPoll = time.Hour
+	s1, s2 := mustSlot(t, r, "db", 0), mustSlot(t, r, "db", 0)
+	if s1.Slot == s2.Slot {
+		t.Fatalf("two shared holders in slot %d", s1.Slot)
+	}
+	if env := envOf(s1.Env()); env["WITHLOCK_SHARED"] != "1" || env["WITHLOCK_RUN_ID"] != "db" {
+		t.Errorf("shared env %v", env)
+	}
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	xDone := make(chan *Lock, 1)
+	go func() {
+		start := time.Now()
+		x, err := r.Acquire(context.Background(), "db", time.Minute)
+		if err == nil {
+			err = r.AwaitNoSharers(context.Background(), x, start, time.Minute)
+		}
+		if err != nil {
+			t.Error(err)
+			xDone <- nil
+			return
+		}
+		note("exclusive")
+		xDone <- x
+	}()
+	waitUntil(t, func() bool { _, err := os.Stat(r.LockPath("db")); return err == nil }, "the exclusive acquirer's intent")
+	// A new shared holder does not get in while the exclusive one waits.
+	if _, err := r.AcquireSlot(context.Background(), "db", 0, 0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("shared holder admitted past a waiting exclusive one: %v", err)
+	}
+	sDone := make(chan *SlotLock, 1)
+	go func() {
+		l, err := r.AcquireSlot(context.Background(), "db", 0, time.Minute)
+		if err != nil {
+			t.Error(err)
+			sDone <- nil
+			return
+		}
+		note("shared")
+		sDone <- l
+	}()
+	waitUntil(t, func() bool { n, _ := r.WaitersOf("db"); return n == 1 }, "the new shared holder to wait")
+	s1.Release()
+	select {
+	case <-xDone:
+		t.Fatal("exclusive holder got in with a shared holder left")
+	default:
+	}
+	released := time.Now()
+	s2.Release()
+	x := <-xDone
+	if x == nil {
+		t.FailNow()
+	}
+	if took := time.Since(released); took > 2*time.Second {
+		t.Errorf("exclusive woken %v after the last shared release", took)
+	}
+	select {
+	case <-sDone:
+		t.Fatal("shared holder got in with the exclusive one holding")
+	default:
+	}
+	x.Release()
+	s3 := <-sDone
+	if s3 == nil {
+		t.FailNow()
+	}
+	s3.Release()
+	if !slices.Equal(order, []string{"exclusive", "shared"}) {
+		t.Errorf("order %v", order)
+	}
+}
+
+// An exclusive acquirer whose wait runs out with shared holders left gets
+// a conflict naming one of them.
+func TestExclusiveWaitRunsOut(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	s := mustSlot(t, r, "db", 0)
+	defer s.Release()
+	start := time.Now()
+	x, err := r.Acquire(context.Background(), "db", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	err = r.AwaitNoSharers(context.Background(), x, start, 200*time.Millisecond)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
+		t.Fatalf("AwaitNoSharers = %v, want held by the shared holder", err)
+	}
+}
