@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,4 +58,76 @@ func TestSemaphoreCommandLine(t *testing.T) {
 	}
 	holder.Process.Signal(syscall.SIGTERM)
 	waitExit(t, holder, 20*time.Second)
+}
+
+// status shows each slot holder under the user's run id; break --slot K
+// refuses a live slot naming it, --signal frees that slot alone, and a
+// slot that does not exist is a usage error.
+func TestSemaphoreStatusAndBreak(t *testing.T) {
+	dir := t.TempDir()
+	marks := t.TempDir()
+	var holders []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		h := startWithlock(t, "run", "--dir", dir, "--max", "2", "b", "--", "sh", "-c", `touch "$0/$WITHLOCK_SLOT"; exec sleep 300`, marks)
+		holders = append(holders, h)
+		waitFor(t, 10*time.Second, func() bool { n, _ := os.ReadDir(marks); return len(n) == i+1 }, "holder running")
+	}
+	stdout, _, code := runWithlock(t, "status", "--dir", dir, "--json", "b")
+	var st struct {
+		Locks []struct {
+			RunID string `json:"run_id"`
+			Mode  string `json:"mode"`
+			Slot  int    `json:"slot"`
+			State string `json:"state"`
+			Pid   int    `json:"pid"`
+		} `json:"locks"`
+		Semaphores []struct {
+			RunID   string `json:"run_id"`
+			Max     int    `json:"max"`
+			Holders int    `json:"holders"`
+		} `json:"semaphores"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != 0 {
+		t.Fatalf("status --json: exit %d, %v\n%s", code, err, stdout)
+	}
+	pidOfSlot := map[int]int{}
+	for _, l := range st.Locks {
+		if l.Mode == "max" && l.RunID == "b" && l.State == "held" {
+			pidOfSlot[l.Slot] = l.Pid
+		}
+	}
+	if len(pidOfSlot) != 2 || len(st.Semaphores) != 1 || st.Semaphores[0].Holders != 2 || st.Semaphores[0].Max != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+	table, _, _ := runWithlock(t, "status", "--dir", dir)
+	if !strings.Contains(table, "b [slot 0 of 2]") || !strings.Contains(table, "b [slot 1 of 2]") {
+		t.Errorf("status table:\n%s", table)
+	}
+
+	if _, stderr, code := runWithlock(t, "break", "--dir", dir, "--slot", "2", "b"); code != 64 || !strings.Contains(stderr, "has slots 0…1 (--max 2)") {
+		t.Errorf("break --slot 2: exit %d, %q", code, stderr)
+	}
+	if _, stderr, code := runWithlock(t, "break", "--dir", dir, "--slot", "1", "b"); code != 75 || !strings.Contains(stderr, `run "b" slot 1 is held by pid `) {
+		t.Errorf("break --slot 1 of a live holder: exit %d, %q", code, stderr)
+	}
+	stdout, stderr, code := runWithlock(t, "break", "--dir", dir, "--signal", "--slot", "1", "b")
+	if code != 0 || !strings.Contains(stdout, `released the lock of run "b" slot 1 after SIGTERM`) {
+		t.Fatalf("break --signal --slot 1: exit %d, %q %q", code, stdout, stderr)
+	}
+	// Slot 1's holder is gone; slot 0's still runs.
+	for _, h := range holders {
+		if h.Process.Pid == pidOfSlot[1] {
+			waitExit(t, h, 20*time.Second)
+		} else if exited(t, h) {
+			t.Error("break --slot 1 ended slot 0's holder too")
+		}
+	}
+	stdout, _, code = runWithlock(t, "run", "--dir", dir, "--max", "2", "b", "--", "sh", "-c", `echo $WITHLOCK_SLOT`)
+	if code != 0 || stdout != "1\n" {
+		t.Errorf("after the break: exit %d, slot %q, want slot 1", code, stdout)
+	}
+	for _, h := range holders {
+		h.Process.Signal(syscall.SIGTERM)
+		waitExit(t, h, 20*time.Second)
+	}
 }

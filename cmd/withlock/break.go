@@ -26,6 +26,7 @@ func breakCommand() *cli.Command {
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
 		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
+		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
 		backendFlag(),
 	}
 	flags = append(flags, etcdFlags()...)
@@ -44,13 +45,18 @@ being written is refused with exit 75. --signal sends TERM to a live holder
 on this host (withlock itself, which tears its command down and releases),
 waits up to --grace, and breaks the lock if that same holder still has it.
 
+For a semaphore or shared lock (run --max / --shared) it breaks every slot
+of RUN_ID, each by the same rules, or with --slot K only that slot (status
+shows the slots).
+
 Exits 0 when the lock was moved, released after --signal, or there was
 none; 75 when refused; 73 when the lock could not be read or moved.
 
 Examples:
    withlock break nightly-backup
    withlock break --signal --grace 30s r-42
-   withlock break --force r-42     # holder alive or on another host: you decide`,
+   withlock break --force r-42     # holder alive or on another host: you decide
+   withlock break --slot 2 builds  # one slot of run --max N builds`,
 		Flags:  append(flags, logFlags()...),
 		Action: breakAction,
 	}
@@ -79,12 +85,34 @@ func breakAction(c *cli.Context) error {
 		return exitWith(exitCantCreate, err)
 	}
 	locker.Log = log
+	said := false
 	say := func(format string, args ...any) {
+		said = true
 		if !c.Bool("quiet") {
 			fmt.Printf(format+"\n", args...)
 		}
 	}
 
+	targets, err := breakTargets(c, locker, runID)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, id := range targets {
+		// A semaphore's free slots are not worth a line each.
+		if err := breakOne(c, locker, id, say, len(targets) > 1); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil && !said {
+		say("no lock for run %q", runID)
+	}
+	return first
+}
+
+// breakOne breaks the lock of id (a run id or a slot's derived id);
+// quietFree says nothing when there is no lock.
+func breakOne(c *cli.Context, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
 	b, err := locker.Break(runID, c.Bool("force"))
 	var live *locks.LiveHolderError
 	if errors.As(err, &live) && c.Bool("signal") {
@@ -93,24 +121,26 @@ func breakAction(c *cli.Context) error {
 	var ended *treeEnded
 	switch {
 	case errors.As(err, &ended):
-		say("ended the command of run %q (%s) and moved its lock aside: %s", runID, ended.how, ended.broken.MovedTo)
+		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), ended.how, ended.broken.MovedTo)
 		return nil
 	case errors.Is(err, errReleased):
-		say("pid %d released the lock of run %q after SIGTERM", live.Holder.Pid, runID)
+		say("pid %d released the lock of %s after SIGTERM", live.Holder.Pid, slotName(runID))
 		return nil
 	case errors.Is(err, locks.ErrNoLock):
-		say("no lock for run %q", runID)
+		if !quietFree {
+			say("no lock for %s", slotName(runID))
+		}
 		return nil
 	case errors.As(err, &live):
-		return exitWith(exitTempFail, fmt.Errorf("break: %v; %s", live, breakHint(live)))
+		return exitWith(exitTempFail, fmt.Errorf("break: %s; %s", slotText(live.Error(), runID), breakHint(live)))
 	case err != nil:
-		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+		return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(runID), err))
 	}
 	why := string(b.Reason)
 	if b.Reason == locks.NotStale {
 		why = "forced"
 	}
-	say("moved the lock of run %q aside (%s; was %s): %s", runID, why, b.Holder.Describe(time.Now()), b.MovedTo)
+	say("moved the lock of %s aside (%s; was %s): %s", slotName(runID), why, b.Holder.Describe(time.Now()), b.MovedTo)
 	return nil
 }
 

@@ -91,7 +91,9 @@ type statusReport struct {
 	Locks     []lockStatus     `json:"locks"`
 	Leftovers []leftoverStatus `json:"leftovers"`
 	Scopes    *scopeStatus     `json:"scopes"` // null when RUN_IDs were named
-	Errors    []string         `json:"errors"`
+	// Semaphores sums up the run ids used with --max or --shared (sem_status.go).
+	Semaphores []semStatus `json:"semaphores"`
+	Errors     []string    `json:"errors"`
 }
 
 // lockStatus is one run lock (or a named run id that has none: state "free").
@@ -120,6 +122,12 @@ type lockStatus struct {
 	Pids      []int  `json:"pids"`       // that tree's surviving processes; [] when none or unknown
 	PidsKnown bool   `json:"pids_known"` // false when /proc could not tell
 	Error     string `json:"error"`
+	// Mode is exclusive for a run lock, max or shared for a slot of a
+	// semaphore or shared lock (run_id is then the user's run id); Slot is
+	// the slot (-1 for exclusive), Max the semaphore's size (0 otherwise).
+	Mode string `json:"mode"`
+	Slot int    `json:"slot"`
+	Max  int    `json:"max"`
 }
 
 type leftoverStatus struct {
@@ -142,6 +150,10 @@ type scopeStatus struct {
 func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
+	named := runIDs
+	if len(runIDs) > 0 {
+		runIDs = withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
+	}
 	inspect := locker.Inspect
 	if len(runIDs) > 0 {
 		// Only these run ids' files: a directory of 10,000 locks is not
@@ -166,15 +178,16 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		if ls.RunID == "" {
 			ls.RunID = keys[l.Key]
 		}
+		markSlot(&ls)
 		st.Locks = append(st.Locks, ls)
 		if l.State == locks.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
 		delete(keys, l.Key)
 	}
-	for _, id := range runIDs {
+	for _, id := range named {
 		if _, free := keys[locks.Key(id)]; free {
-			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}})
+			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
 			delete(keys, locks.Key(id))
 		}
 	}
@@ -184,6 +197,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 				Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 		}
 	}
+	st.Semaphores = gatherSemaphores(locker, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
@@ -254,6 +268,7 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		}
 		t.write(w)
 	}
+	writeSemaphoreTable(w, st.Semaphores)
 	if len(st.Leftovers) > 0 {
 		fmt.Fprintf(w, "\nwaiting for gc in %s (%d):\n", st.Dir, len(st.Leftovers))
 		t := newTable("  FILE", "KIND", "RUN ID", "SINCE")
@@ -273,8 +288,8 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 }
 
 func lockRow(l lockStatus) []string {
-	runID := l.RunID
-	if runID == "" {
+	runID := slotLabel(l)
+	if l.RunID == "" {
 		runID = "? " + l.Key[:12] // unparseable: the file name is all there is
 	}
 	state := l.State
