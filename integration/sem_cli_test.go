@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,8 +30,11 @@ func TestSemaphoreCommandLine(t *testing.T) {
 	}
 
 	stdout, _, code := runWithlock(t, "run", "--dir", dir, "--max", "3", "b", "--", "sh", "-c", `echo "$WITHLOCK_RUN_ID $WITHLOCK_SLOT $WITHLOCK_MAX $WITHLOCK_FENCING_TOKEN"`)
-	if code != 0 || stdout != "b 0 3 1\n" {
-		t.Fatalf("child env: exit %d, %q; want \"b 0 3 1\"", code, stdout)
+	var slot, max int
+	var runID string
+	var token uint64
+	if n, _ := fmt.Sscan(stdout, &runID, &slot, &max, &token); code != 0 || n != 4 || runID != "b" || slot != 0 || max != 3 || token == 0 {
+		t.Fatalf("child env: exit %d, %q; want \"b 0 3 <token>\"", code, stdout)
 	}
 
 	marker := filepath.Join(t.TempDir(), "running")

@@ -302,11 +302,15 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	if runID == "" {
-		return nil, errors.New("empty run id")
+	if err := CheckRunID(runID); err != nil {
+		return nil, err
 	}
 	if strings.Contains(runID, "\x00") {
-		return nil, fmt.Errorf("run id %q: contains a NUL byte", runID)
+		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
+	}
+	if len(SlotRunID(runID, ModeShared, maxSharedSlots)) > MaxRunIDLen {
+		return nil, &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
+			Reason: fmt.Sprintf("longer than %d bytes, which a slot's run id needs", MaxRunIDLen-len(SlotRunID("", ModeShared, maxSharedSlots)))}
 	}
 	if max < 0 {
 		return nil, fmt.Errorf("run %q: --max %d: must be at least 1", runID, max)

@@ -149,8 +149,10 @@ func TestSemaphoreReleaseWakesOneWaiter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := 0; i < 3; i++ {
+		w := newTestLocker(t, r.Dir, time.Minute) // one locker per waiter, as one per process
+		knobsOf(w).holdPoll = time.Hour
 		go func() {
-			l, err := r.AcquireSlot(ctx, "b", 2, -1)
+			l, err := w.AcquireSlot(ctx, "b", 2, -1)
 			results <- got{l, err, time.Now()}
 		}()
 	}
@@ -258,9 +260,11 @@ func TestSemaphoreDeadHolderTreeKeepsSlot(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	var l *SlotLock
+	w := newTestLocker(t, dir, time.Minute)
+	knobsOf(w).holdPoll = time.Hour
 	go func() {
 		var err error
-		l, err = r.AcquireSlot(context.Background(), "b", 1, time.Minute)
+		l, err = w.AcquireSlot(context.Background(), "b", 1, time.Minute)
 		got <- err
 	}()
 	tree := full.Holders[0].TreeFile
@@ -322,11 +326,12 @@ func TestSharedAndExclusive(t *testing.T) {
 	var order []string
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	xDone := make(chan *Lock, 1)
+	xr := newTestLocker(t, r.Dir, time.Minute)
 	go func() {
 		start := time.Now()
-		x, err := r.Acquire(context.Background(), "db", time.Minute)
+		x, err := xr.Acquire(context.Background(), "db", time.Minute)
 		if err == nil {
-			err = r.AwaitNoSharers(context.Background(), x, start, time.Minute)
+			err = xr.AwaitNoSharers(context.Background(), x, start, time.Minute)
 		}
 		if err != nil {
 			t.Error(err)
@@ -342,8 +347,9 @@ func TestSharedAndExclusive(t *testing.T) {
 		t.Fatalf("shared holder admitted past a waiting exclusive one: %v", err)
 	}
 	sDone := make(chan *SlotLock, 1)
+	sr := newTestLocker(t, r.Dir, time.Minute)
 	go func() {
-		l, err := r.AcquireSlot(context.Background(), "db", 0, time.Minute)
+		l, err := sr.AcquireSlot(context.Background(), "db", 0, time.Minute)
 		if err != nil {
 			t.Error(err)
 			sDone <- nil
