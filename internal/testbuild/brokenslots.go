@@ -1,0 +1,5 @@
+//go:build withlock_broken_slots
+
+package testbuild
+
+func init() { BrokenSlots = true }
