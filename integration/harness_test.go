@@ -82,11 +82,13 @@ func markOf(t *testing.T) string {
 
 // testEnv is the environment for processes a test starts: this process's,
 // without variables that would point withlock at shared state, with t's mark,
-// and with XDG_RUNTIME_DIR set to a fresh directory and WITHLOCK_DIR to a
-// directory in it, so that a run without --dir never touches the machine's
-// real locks (the default, /run/withlock or /tmp/withlock-UID, follows no
-// variable). Appending to it overrides; withoutVar takes WITHLOCK_DIR out
-// for a test of the variables below it or of the default.
+// and with XDG_RUNTIME_DIR set to a fresh directory, WITHLOCK_DIR to a
+// directory in it and WITHLOCK_SCOPE_FILE to a registry there, so that a
+// run without --dir or a scope without --scope-file never touches the
+// machine's real locks (the defaults, in /run/withlock or /tmp/withlock-UID,
+// follow no other variable). Appending to it overrides; withoutVar takes
+// WITHLOCK_DIR or WITHLOCK_SCOPE_FILE out for a test of the variables below
+// it or of the default.
 func testEnv(t *testing.T) []string {
 	t.Helper()
 	s := stateOf(t)
@@ -99,7 +101,8 @@ func testEnv(t *testing.T) []string {
 		env = append(env, kv)
 	}
 	return append(env, markVar+"="+s.mark, "XDG_RUNTIME_DIR="+s.runtimeDir,
-		"WITHLOCK_DIR="+filepath.Join(s.runtimeDir, "withlock"), "GORACE="+testenv.GORACE())
+		"WITHLOCK_DIR="+filepath.Join(s.runtimeDir, "withlock"),
+		"WITHLOCK_SCOPE_FILE="+filepath.Join(s.runtimeDir, "withlock", "scope.lock"), "GORACE="+testenv.GORACE())
 }
 
 // withoutVar returns env without the variable key.
@@ -462,8 +465,10 @@ func TestHarnessDescendantsAndExitStatus(t *testing.T) {
 
 func TestHarnessEnvIsolation(t *testing.T) {
 	t.Setenv("WITHLOCK_DIR", "/should/not/leak")
-	stdout, _, code := runCommand(t, exec.Command("sh", "-c", `echo "dir=${WITHLOCK_DIR-unset} xdg=$XDG_RUNTIME_DIR mark=$`+markVar+`"`), defaultDeadline)
-	want := fmt.Sprintf("dir=%s xdg=%s mark=%s\n", filepath.Join(stateOf(t).runtimeDir, "withlock"), stateOf(t).runtimeDir, markOf(t))
+	t.Setenv("WITHLOCK_SCOPE_FILE", "/should/not/leak/scope.lock")
+	stdout, _, code := runCommand(t, exec.Command("sh", "-c", `echo "dir=${WITHLOCK_DIR-unset} scope=${WITHLOCK_SCOPE_FILE-unset} xdg=$XDG_RUNTIME_DIR mark=$`+markVar+`"`), defaultDeadline)
+	dir := filepath.Join(stateOf(t).runtimeDir, "withlock")
+	want := fmt.Sprintf("dir=%s scope=%s xdg=%s mark=%s\n", dir, filepath.Join(dir, "scope.lock"), stateOf(t).runtimeDir, markOf(t))
 	if code != 0 || stdout != want {
 		t.Errorf("child saw %q (exit %d), want %q", stdout, code, want)
 	}

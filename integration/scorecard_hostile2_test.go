@@ -721,3 +721,59 @@ func freeHostPids(n int) []int {
 	}
 	return out
 }
+
+// TestScorecardHostileDefaultScopeRegistry (issue 17, SPEC §4): the scope
+// registry's default follows the run lock's default dir, not
+// $XDG_RUNTIME_DIR: a scope taken from cron's environment (env -i
+// PATH=/usr/bin:/bin) and a writer of the same path from a login shell
+// (XDG_RUNTIME_DIR, TMPDIR set) meet in one registry — a conflict naming
+// the holder, and the login shell's status lists it. As root that is
+// /run/withlock/scope.lock, as uid 65534 /tmp/withlock-65534/scope.lock:
+// real machine files, so the name and path are unique to this test run and
+// the holder's allocation goes with it.
+// Negative control: the login shell's old default,
+// $XDG_RUNTIME_DIR/withlock/scope.lock, is another registry, and the same
+// writer is admitted beside the holder.
+func TestScorecardHostileDefaultScopeRegistry(t *testing.T) {
+	needRoot(t)
+	for _, uid := range []int{0, nobody} {
+		t.Run("uid "+strconv.Itoa(uid), func(t *testing.T) {
+			name := "hostile2-scope-" + runToken
+			work := openDir(t, 0o777)
+			xdg := filepath.Join(work, "xdg")
+			if err := os.Mkdir(xdg, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.Chown(xdg, uid, uid)
+			allow := filepath.Join(work, "tree") + ":write"
+			cron := func(args ...string) *exec.Cmd {
+				cmd := asUser(t, uid, withlockBin, args...)
+				cmd.Env = []string{"PATH=/usr/bin:/bin", markVar + "=" + markOf(t)}
+				return cmd
+			}
+			login := func(args ...string) *exec.Cmd {
+				cmd := asUser(t, uid, withlockBin, args...)
+				env := withoutVar(withoutVar(testEnv(t), "WITHLOCK_DIR"), "WITHLOCK_SCOPE_FILE")
+				cmd.Env = append(withoutVar(env, "XDG_RUNTIME_DIR"), "XDG_RUNTIME_DIR="+xdg, "TMPDIR="+work, "HOME="+work)
+				return cmd
+			}
+			started := filepath.Join(work, "started")
+			holder := cron(append([]string{"scope", "--name", name, "--allow", allow, "--"}, holderCmd(started)...)...)
+			startHolder(t, holder, started)
+			defer stopHolder(t, holder)
+
+			ran := filepath.Join(work, "ran")
+			_, stderr, code := runCommand(t, login(append([]string{"scope", "--allow", allow, "--"}, ranCmd(ran)...)...), defaultDeadline)
+			oneLine(t, "login-shell writer beside the cron scope", code, 75, stderr, ran, "held by "+name)
+			stdout, _, code := runCommand(t, login("status"), defaultDeadline)
+			if code != 0 || !strings.Contains(stdout, name) {
+				t.Errorf("status from the login shell: exit %d, %q; want the cron job's scope %s", code, stdout, name)
+			}
+
+			control := login(append([]string{"scope", "--scope-file", filepath.Join(xdg, "withlock", "scope.lock"), "--allow", allow, "--"}, ranCmd(ran)...)...)
+			if _, stderr, code := runCommand(t, control, defaultDeadline); code != 0 || !exists(ran) {
+				t.Errorf("control (the old default registry): exit %d, ran %v; want the writer admitted beside the holder\n%s", code, exists(ran), stderr)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ import (
 func init() { commandRegistry = append(commandRegistry, scopeCommand) }
 
 func scopeFileFlag() cli.Flag {
-	return &cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"}
+	return &cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage}
 }
 
 func scopeCommand() *cli.Command {

@@ -43,7 +43,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
 			&cli.StringFlag{Name: "dir", Usage: dirUsage},
-			&cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, $XDG_RUNTIME_DIR/withlock/scope.lock, /tmp/withlock-UID/scope.lock)"},
+			&cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage},
 			backendFlag(),
 		}, etcdFlags()...),
 		Action: statusAction,

@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/locks"
 )
 
 // DefaultLockWait bounds the wait for the registry's flock. Every
@@ -34,18 +34,18 @@ const (
 	sharedExisting                          // LOCK_SH; fs.ErrNotExist when missing
 )
 
-// FilePath picks the registry: flag > WITHLOCK_SCOPE_FILE >
-// $XDG_RUNTIME_DIR/withlock/scope.lock > /tmp/withlock-<uid>/scope.lock.
+// FilePath picks the registry: flag > WITHLOCK_SCOPE_FILE > scope.lock in
+// the run lock's default dir (locks.DefaultDir: /run/withlock for root,
+// /tmp/withlock-<uid> otherwise). Like that dir it depends on nothing but
+// the user, so a scope taken from cron (no $XDG_RUNTIME_DIR) and one from
+// a login shell are in the same registry (SPEC §4).
 func FilePath(flag string, getenv func(string) string) string {
 	for _, v := range []string{flag, getenv("WITHLOCK_SCOPE_FILE")} {
 		if v != "" {
 			return v
 		}
 	}
-	if x := getenv("XDG_RUNTIME_DIR"); x != "" {
-		return filepath.Join(x, "withlock", "scope.lock")
-	}
-	return filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()), "scope.lock")
+	return filepath.Join(locks.DefaultDir(), "scope.lock")
 }
 
 // Registry is the machine-wide scope registry on disk. Every change is a

@@ -29,7 +29,13 @@ func TestScopeFilePath(t *testing.T) {
 			return ""
 		}
 	}
-	uidDir := filepath.Join(os.TempDir(), "withlock-"+strconv.Itoa(os.Geteuid()))
+	// The default is the run lock's default dir whatever the session's
+	// variables say: cron has no XDG_RUNTIME_DIR or TMPDIR, a login shell
+	// has both, and both must see one registry.
+	uidDir := "/tmp/withlock-" + strconv.Itoa(os.Geteuid())
+	if os.Geteuid() == 0 {
+		uidDir = "/run/withlock"
+	}
 	tests := []struct {
 		flag string
 		env  func(string) string
@@ -37,7 +43,8 @@ func TestScopeFilePath(t *testing.T) {
 	}{
 		{"/f/scope.lock", env("WITHLOCK_SCOPE_FILE", "/e/scope.lock", "XDG_RUNTIME_DIR", "/run/user/1"), "/f/scope.lock"},
 		{"", env("WITHLOCK_SCOPE_FILE", "/e/scope.lock", "XDG_RUNTIME_DIR", "/run/user/1"), "/e/scope.lock"},
-		{"", env("XDG_RUNTIME_DIR", "/run/user/1"), "/run/user/1/withlock/scope.lock"},
+		{"", env("XDG_RUNTIME_DIR", "/run/user/1", "TMPDIR", "/home/u/tmp"), filepath.Join(uidDir, "scope.lock")},
+		{"", env("WITHLOCK_DIR", "/elsewhere"), filepath.Join(uidDir, "scope.lock")},
 		{"", env(), filepath.Join(uidDir, "scope.lock")},
 	}
 	for _, tt := range tests {
