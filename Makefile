@@ -9,8 +9,9 @@
 #   make man          bin/withlock.1
 #   make completion   bin/completion/{withlock.bash,_withlock,withlock.fish}
 #   make test         gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
-#   make bench        interleaved comparison with flock, tini, timeout, go-floor, and each
-#                     dependency's start-up cost -> table + reports/bench.json
+#   make bench        interleaved comparison with go-floor, flock, tini, timeout and issue
+#                     18's bars (PASS/FAIL) -> table + reports/bench.json; installs nothing:
+#                     a missing peer is named with its package and shows n/a
 #   make stress       integration scorecard at full counts (WITHLOCK_STRESS=1), up to 60 min
 #   make fmt-check    gofmt -l must print nothing
 #
@@ -28,8 +29,6 @@ TEST_TIMEOUT ?= 15m
 TEST_FLAGS ?=
 BENCH_FLAGS ?=
 STRESS_FLAGS ?=
-# Set BENCH_INSTALL=0 to stop `make bench` from apt-get installing a missing tini.
-BENCH_INSTALL ?= 1
 
 tags := $(if $(strip $(TEST_TAGS)),-tags '$(strip $(TEST_TAGS))')
 
@@ -141,15 +140,6 @@ fmt-check:
 
 bench:
 	@mkdir -p reports
-	@if ! command -v tini >/dev/null; then \
-		if [ "$(BENCH_INSTALL)" != 0 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-			echo "== installing tini (BENCH_INSTALL=0 to skip)"; \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tini >/dev/null \
-				|| echo "tini could not be installed: its column will say n/a"; \
-		else \
-			echo "tini not installed: its column will say n/a"; \
-		fi; \
-	fi
 	$(GO) run -tags etcd ./integration/bench -json reports/bench.json $(BENCH_FLAGS)
 
 stress:

@@ -25,7 +25,8 @@ type bench struct {
 	env             []string
 
 	n, handoffRuns, throughputRounds, workers, perWorker, waitRuns, memRuns int
-	settle                                                                  time.Duration
+	queuedWaiters, drainWaiters, drainRounds, statusRuns, scopeRuns         int
+	wait, settle                                                            time.Duration
 }
 
 // withlockTool returns a withlock tool, or a missing one when the binary is unavailable.

@@ -5,9 +5,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"go/format"
-	"go/parser"
-	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSummarize(t *testing.T) {
@@ -129,8 +127,8 @@ func TestSelectSections(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].name != "overhead" || got[1].name != "memory" {
 		t.Errorf("selectSections = %v, %v; want overhead then memory", got, err)
 	}
-	if got, err := selectSections("scope"); err != nil || len(got) != 1 || got[0].target != 5 {
-		t.Errorf("selectSections(scope) = %v, %v; want the scope section with its 5 ms target", got, err)
+	if got, err := selectSections("scope,status"); err != nil || len(got) != 2 || got[0].name != "status" {
+		t.Errorf("selectSections(scope,status) = %v, %v; want status then scope", got, err)
 	}
 	if _, err := selectSections("nope"); err == nil {
 		t.Error("unknown section accepted")
@@ -140,6 +138,7 @@ func TestSelectSections(t *testing.T) {
 // TestPeakRSSReadsTheProcessItself: a process that touches 64 MiB shows at
 // least that much, and true shows far less (no carry-over from this process).
 func TestPeakRSSReadsTheProcessItself(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not installed")
@@ -156,28 +155,10 @@ func TestPeakRSSReadsTheProcessItself(t *testing.T) {
 	}
 }
 
-// TestScopeSectionMeasures: the scope section builds its registry of 1,000
-// allocations and times a register + release through the locks API.
-func TestScopeSectionMeasures(t *testing.T) {
-	s, err := selectSections("scope")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, cleanup, err := s[0].prepare(&bench{tmp: t.TempDir()})
-	defer cleanup()
-	if err != nil || len(tools) != 1 {
-		t.Fatalf("prepare = %v, %v", tools, err)
-	}
-	for i := range 2 {
-		if v, err := tools[0].measure(i); err != nil || v <= 0 {
-			t.Fatalf("run %d = %v ms, %v", i, v, err)
-		}
-	}
-}
-
 // TestGoFloorPassesStatusOn: the go-floor peer builds, runs its command
 // under the lock and exits with the command's status, 128+N for signal N.
 func TestGoFloorPassesStatusOn(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go not in PATH")
 	}
@@ -232,90 +213,11 @@ func TestTableShowsDeltasAgainstBase(t *testing.T) {
 	}
 }
 
-// TestDepinitProgramsAreGofmtdHelloWorlds: hello imports nothing else, each
-// dependency gets a program of its own, "all" imports every one, and each
-// source is already gofmt'd and imports exactly what it says.
-func TestDepinitProgramsAreGofmtdHelloWorlds(t *testing.T) {
-	progs := depinitPrograms()
-	if len(progs) != len(depinitDeps)+2 || progs[0].name != "hello" || progs[len(progs)-1].name != "all" {
-		t.Fatalf("programs %+v: want hello, one per dependency, all", progs)
-	}
-	var all []string
-	for i, d := range depinitDeps {
-		if p := progs[i+1]; p.name != d.name || !slices.Equal(p.imports, []string{d.path}) {
-			t.Errorf("program %d = %+v, want %s importing %s", i+1, p, d.name, d.path)
-		}
-		all = append(all, d.path)
-	}
-	for _, p := range progs {
-		src := p.source()
-		formatted, err := format.Source([]byte(src))
-		if err != nil || string(formatted) != src {
-			t.Errorf("%s: not gofmt'd (%v):\n%s", p.name, err, src)
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), p.name+".go", src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var blank []string
-		for _, imp := range f.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); path != "os" {
-				blank = append(blank, path)
-			}
-		}
-		want := p.imports
-		if p.name == "all" {
-			want = all
-		}
-		if !slices.Equal(blank, slices.Sorted(slices.Values(want))) {
-			t.Errorf("%s imports %v, want os and %v", p.name, blank, want)
-		}
-	}
-}
-
-// TestDepinitDepsAreWithlocks: depinitDeps is exactly the set of packages
-// from other modules that withlock's own packages import in the release
-// build of cmd/withlock.
-func TestDepinitDepsAreWithlocks(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go not in PATH")
-	}
-	const module = "github.com/withlock/withlock"
-	list := exec.Command("go", "list", "-deps", "-tags", "urfave_cli_no_docs",
-		"-f", `{{if .Module}}{{if eq .Module.Path "`+module+`"}}{{join .Imports "\n"}}{{end}}{{end}}`,
-		module+"/cmd/withlock")
-	list.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := list.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var linked []string
-	for _, path := range strings.Fields(string(out)) {
-		first, _, _ := strings.Cut(path, "/")
-		if strings.Contains(first, ".") && !strings.HasPrefix(path, module+"/") && !slices.Contains(linked, path) {
-			linked = append(linked, path)
-		}
-	}
-	var listed []string
-	for _, d := range depinitDeps {
-		listed = append(listed, d.path)
-	}
-	slices.Sort(linked)
-	slices.Sort(listed)
-	if !slices.Equal(linked, listed) {
-		t.Errorf("cmd/withlock links %v from other modules; depinitDeps has %v", linked, listed)
-	}
-}
-
-// TestInstallCopyAndPageCacheDrop: the installed copy is byte for byte the
-// source with mode 0755; a freshly written file is all in the page cache, and
-// dropFromPageCache either empties it (as on ext4) or says it could not (as
-// on tmpfs, which keeps its pages).
-func TestInstallCopyAndPageCacheDrop(t *testing.T) {
+// TestInstallCopy: the installed copy is byte for byte the source, mode 0755.
+func TestInstallCopy(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	data := bytes.Repeat([]byte("withlock"), 64<<10) // 512 KiB, 128 pages
+	data := bytes.Repeat([]byte("withlock"), 64<<10)
 	if err := os.WriteFile(src, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -330,30 +232,199 @@ func TestInstallCopyAndPageCacheDrop(t *testing.T) {
 	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("installed copy: %v, mode %v", err, fi.Mode())
 	}
-	resident := func() (int, int) {
-		f, err := os.Open(dst)
-		if err != nil {
+	if err := installCopy(filepath.Join(dir, "nope"), dst); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("a missing source: %v, want an error naming it", err)
+	}
+}
+
+// TestBarsPassFailReportAndNA: a bar holds at its limit, fails above it,
+// is only reported without a limit, and is n/a when a tool it needs has
+// no runs; the table prints each with its bound.
+func TestBarsPassFailReportAndNA(t *testing.T) {
+	sec := func(name string, tools ...*tool) sectionResult {
+		return result(section{name: name, title: name, unit: "ms"}, tools)
+	}
+	r := benchReport{Sections: []sectionResult{
+		sec("overhead",
+			&tool{name: "withlock", samples: []float64{3}},
+			&tool{name: "flock", samples: []float64{1}},
+			&tool{name: "go-floor", samples: []float64{2}}),
+		sec("handoff",
+			&tool{name: "withlock", samples: []float64{2}},
+			&tool{name: "go-floor", samples: []float64{1}}),
+		sec("drain",
+			&tool{name: "withlock", samples: []float64{2}},
+			&tool{name: "flock", missing: "n/a (not installed)"}),
+	}}
+	b := &bench{workers: 8, perWorker: 25, queuedWaiters: 100, drainWaiters: 200, wait: 5 * time.Second}
+	bars := evaluate(r, barSpecs(b))
+	verdict := map[string]string{}
+	for _, bar := range bars {
+		verdict[bar.Figure+" "+bar.Unit] = bar.Verdict
+	}
+	for figure, want := range map[string]string{
+		"start-up: lock, run `true`, release × go-floor":                         "PASS", // 1.5 at a 1.5 bar
+		"start-up, next to flock × flock":                                        "report",
+		"hand-off latency × go-floor":                                            "FAIL", // 2 above 1.25
+		"200 waiters queued behind one holder: drain time after it ends × flock": "n/a",  // flock not installed
+		"CPU while waiting CPU-s / 10 s":                                         "n/a",  // section not run
+	} {
+		if got := verdict[figure]; got != want {
+			t.Errorf("%s: %q, want %q (all: %v)", figure, got, want, verdict)
+		}
+	}
+	if n := barsFailed(bars); n != 1 {
+		t.Errorf("%d bars failed, want 1", n)
+	}
+	var out bytes.Buffer
+	writeBars(&out, bars)
+	for _, want := range []string{"1.50 × go-floor", "≤ 1.50 × go-floor", "PASS", "2.00 × go-floor", "≤ 1.25 × go-floor", "FAIL", "report it", "n/a", "3.00 withlock ÷ 2.00 go-floor"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("bars table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestWaitingBarScalesToTenSeconds: 10 ms CPU in a 5 s wait is 0.02 CPU-s
+// per 10 s.
+func TestWaitingBarScalesToTenSeconds(t *testing.T) {
+	r := benchReport{Sections: []sectionResult{result(section{name: "waiting"}, []*tool{{name: "withlock", samples: []float64{10}}})}}
+	for _, bar := range evaluate(r, barSpecs(&bench{wait: 5 * time.Second})) {
+		if bar.Unit == "CPU-s / 10 s" && (bar.Value != 0.02 || bar.Verdict != "PASS") {
+			t.Errorf("waiting bar = %v %s, want 0.02 PASS", bar.Value, bar.Verdict)
+		}
+	}
+}
+
+// TestMissingPeersNamesThePackage: every missing peer is named with how to
+// install it; present ones are not named.
+func TestMissingPeersNamesThePackage(t *testing.T) {
+	got := missingPeers(func(name string) (string, error) {
+		if name == "flock" {
+			return "/usr/bin/flock", nil
+		}
+		return "", exec.ErrNotFound
+	})
+	joined := strings.Join(got, "; ")
+	if strings.Contains(joined, "flock") || !strings.Contains(joined, "tini (apt-get install tini)") ||
+		!strings.Contains(joined, "etcdctl (apt-get install etcd-client") || len(got) != len(peerPackages)-1 {
+		t.Errorf("missingPeers = %q", got)
+	}
+}
+
+func TestCommas(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 100: "100", 1000: "1,000", 10000: "10,000", 1234567: "1,234,567"} {
+		if got := commas(n); got != want {
+			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestWaitBlockedSeesSleepersNotSpinners: sleeping processes count as
+// blocked and have a small USS; a spinning one never does (the negative
+// control), and one that has exited is an error.
+func TestWaitBlockedSeesSleepersNotSpinners(t *testing.T) {
+	t.Parallel()
+	start := func(argv ...string) *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
-		cached, total, err := residentPages(int(f.Fd()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cached, total
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
 	}
-	if cached, total := resident(); total != 128 || cached != total {
-		t.Fatalf("fresh copy: %d of %d pages cached, want 128 of 128", cached, total)
+	var sleepers []int
+	for range 3 {
+		sleepers = append(sleepers, start("sleep", "30").Process.Pid)
 	}
-	err = dropFromPageCache(dst)
-	cached, total := resident()
-	switch {
-	case err == nil && cached*10 > total:
-		t.Fatalf("dropFromPageCache succeeded with %d of %d pages cached", cached, total)
-	case err != nil && !strings.Contains(err.Error(), "still cached"):
+	if err := waitBlocked(sleepers, 10*time.Second); err != nil {
 		t.Fatal(err)
-	case err != nil && cached*10 <= total:
-		t.Fatalf("dropFromPageCache failed (%v) yet only %d of %d pages are cached", err, cached, total)
 	}
-	t.Logf("after the drop: %d of %d pages cached (err %v)", cached, total, err)
+	if uss, err := ussPerWaiterMiB(sleepers); err != nil || uss <= 0 || uss > 4 {
+		t.Errorf("USS of sleep = %v MiB, %v", uss, err)
+	}
+	spinner := start("sh", "-c", "while :; do :; done").Process.Pid
+	if err := waitBlocked(append(sleepers, spinner), time.Second); err == nil || !strings.Contains(err.Error(), "1 of 4 waiters not blocked") {
+		t.Errorf("a spinning process: %v", err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitBlocked([]int{gone.Process.Pid}, time.Second); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("an exited process: %v", err)
+	}
+}
+
+// TestRunQueueWithFlock: flock waiters queue, are measured while blocked
+// and all run once the holder ends; a waiter whose command fails makes the
+// run fail.
+func TestRunQueueWithFlock(t *testing.T) {
+	t.Parallel()
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("flock not installed")
+	}
+	b := &bench{tmp: t.TempDir(), env: os.Environ()}
+	lock := filepath.Join(b.tmp, "q.lock")
+	uss, drain, err := b.runQueue([]string{flock, lock}, []string{flock, "-w", "60", lock, "true"}, 5, true)
+	if err != nil || uss <= 0 || uss > 4 || drain <= 0 {
+		t.Fatalf("runQueue = %v MiB, %v, %v", uss, drain, err)
+	}
+	if _, _, err := b.runQueue([]string{flock, lock}, []string{flock, "-w", "60", lock, "false"}, 3, false); err == nil || !strings.Contains(err.Error(), "exited 1") {
+		t.Errorf("failing waiters: %v", err)
+	}
+}
+
+// TestStatusAndScopeFixtures: with a real withlock, the status section's
+// directory of stale locks is what `withlock status` lists, and the scope
+// registry's live allocations survive a scoped run; allocations of a dead
+// process do not (the check that guards the figure can fail).
+func TestStatusAndScopeFixtures(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not in PATH")
+	}
+	b := &bench{tmp: t.TempDir(), env: benchEnv()}
+	b.withlock, b.withlockMissing = prepareWithlock("", b.tmp)
+	if b.withlockMissing != "" {
+		t.Fatal(b.withlockMissing)
+	}
+	dir, err := b.staleLockDir(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.checkStaleLocks(dir, 21); err == nil {
+		t.Error("checkStaleLocks accepted 20 locks as 21")
+	}
+
+	file := filepath.Join(b.dir("scope"), "scope.lock")
+	if err := writeScopeRegistry(file, 50); err != nil {
+		t.Fatal(err)
+	}
+	scoped := []string{b.withlock, "scope", "--scope-file", file, "--allow", "/bench/new:write:recursive", "--", "true"}
+	if _, err := b.runExpect(0, scoped...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := scopeAllocations(file); err != nil || n != 50 {
+		t.Errorf("after a scoped run: %d allocations, %v; want 50", n, err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := []byte(`"pid": ` + strconv.Itoa(os.Getpid()) + `,`)
+	if err := os.WriteFile(file, bytes.ReplaceAll(data, self, []byte(`"pid": `+strconv.Itoa(dead.Process.Pid)+`,`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.runExpect(0, scoped...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := scopeAllocations(file); err != nil || n != 0 {
+		t.Errorf("allocations of a dead pid: %d left, %v; want 0 (reclaimed)", n, err)
+	}
 }

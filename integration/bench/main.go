@@ -1,17 +1,20 @@
 //go:build linux
 
-// Command bench compares withlock with the tools people use today (flock,
-// tini, timeout) and with go-floor, the smallest Go lock wrapper (./gofloor,
-// built at start): start-up overhead, what each dependency adds to a Go
-// program's start-up, lock hand-off latency, throughput under contention,
-// supervision cost, CPU while waiting and memory. Tools are
-// measured interleaved, run by run, so machine noise hits all of them alike;
-// it prints medians and ranges in one table at the end.
+// Command bench compares withlock with go-floor, the smallest Go lock
+// wrapper (./gofloor, built at start), and with the tools people use today
+// (flock, tini, timeout): start-up, lock hand-off latency, throughput under
+// contention, supervision, CPU while waiting, memory per queued waiter, the
+// drain of a long queue, and how status and the scope registry grow with
+// what they read. Tools are measured interleaved, run by run, so machine
+// noise hits all of them alike; it prints medians and ranges in one table,
+// then issue 18's bars with PASS or FAIL.
 //
-//	go run ./integration/bench [-n 200] [-only overhead,handoff] [-json reports/bench.json]
+//	go run ./integration/bench [-n 200] [-only overhead,handoff] [-json reports/bench.json] [-bin withlock]
 //
-// A peer that is not installed shows "n/a (not installed)". Sections live in
-// one file each and register themselves (see section.go).
+// It installs nothing: a peer that is not installed is named at the start
+// with how to install it, and its column shows "n/a (not installed)".
+// Sections live in one file each and register themselves (see section.go).
+// Exit status: 0, 1 when a measurement failed or a bar failed, 2 for bad flags.
 package main
 
 import (
@@ -41,13 +44,19 @@ func parseFlags(b *bench) options {
 	var o options
 	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision (scope: at least 200)")
 	flag.IntVar(&b.handoffRuns, "handoff-runs", 50, "hand-offs per tool")
-	// 15 rounds: a round is ~1 s for the three tools, and on the 2-core VM
-	// 5-round medians spread ±0.05 around the 15-round ratio (README).
-	flag.IntVar(&b.throughputRounds, "throughput-rounds", 15, "contention rounds per tool")
+	// 10 rounds: on the 2-core VM 5-round medians spread ±0.05 around the
+	// 15-round ratio.
+	flag.IntVar(&b.throughputRounds, "throughput-rounds", 10, "contention rounds per tool")
 	flag.IntVar(&b.workers, "workers", 8, "concurrent workers in the contention section")
 	flag.IntVar(&b.perWorker, "per-worker", 25, "critical sections per worker")
-	flag.IntVar(&b.waitRuns, "wait-runs", 3, "5-second waits per tool")
-	flag.IntVar(&b.memRuns, "mem-runs", 3, "memory runs per tool")
+	flag.IntVar(&b.waitRuns, "wait-runs", 3, "waits (of -wait) per tool")
+	flag.DurationVar(&b.wait, "wait", 5*time.Second, "how long the waiting section waits for a held lock")
+	flag.IntVar(&b.memRuns, "mem-runs", 3, "memory runs per tool (peak RSS; USS of the queued waiters)")
+	flag.IntVar(&b.queuedWaiters, "queued", 100, "waiters queued on one lock while their memory is read")
+	flag.IntVar(&b.drainWaiters, "drain-waiters", 200, "waiters queued behind one holder in the drain section")
+	flag.IntVar(&b.drainRounds, "drain-rounds", 3, "drain rounds per tool")
+	flag.IntVar(&b.statusRuns, "status-runs", 15, "runs per tool in the status section")
+	flag.IntVar(&b.scopeRuns, "scope-runs", 30, "runs per tool in the scope section")
 	flag.DurationVar(&b.settle, "settle", 50*time.Millisecond, "hand-off: time given the waiter to start waiting")
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (default all): "+strings.Join(sectionNames(), ","))
 	flag.StringVar(&o.bin, "bin", "", "withlock binary to measure (default: build ./cmd/withlock)")
@@ -80,16 +89,25 @@ func run() int {
 	b.goFloorMissing = goFloorMissing
 
 	report := benchReport{Started: time.Now(), Machine: machine(b.withlock)}
+	if missing := missingPeers(exec.LookPath); len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: not installed (their columns say n/a): %s\n", strings.Join(missing, "; "))
+	}
 	for _, s := range selected {
 		report.Sections = append(report.Sections, runSection(b, s))
 	}
+	report.Bars = evaluate(report, barSpecs(b))
 	writeTable(os.Stdout, report)
+	writeBars(os.Stdout, report.Bars)
 	if opts.jsonPath != "" {
 		if err := writeJSON(opts.jsonPath, report); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
 		fmt.Printf("\nresults: %s\n", opts.jsonPath)
+	}
+	if n := barsFailed(report.Bars); n > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d of issue 18's bars failed\n", n)
+		return 1
 	}
 	if b.withlockMissing != "" || report.failed() {
 		return 1
@@ -110,6 +128,26 @@ func runSection(b *bench, s section) sectionResult {
 	interleave(rounds, tools, s.warmup)
 	fmt.Fprintf(os.Stderr, " %.1fs\n", time.Since(start).Seconds())
 	return result(s, tools)
+}
+
+// peerPackages are the tools the sections compare with, and the Debian
+// package each comes in; the bench never installs them.
+var peerPackages = []struct{ tool, install string }{
+	{"flock", "apt-get install util-linux"},
+	{"tini", "apt-get install tini"},
+	{"timeout", "apt-get install coreutils"},
+	{"etcdctl", "apt-get install etcd-client (etcd sections only)"},
+}
+
+// missingPeers names each peer lookPath cannot find, with its install command.
+func missingPeers(lookPath func(string) (string, error)) []string {
+	var out []string
+	for _, p := range peerPackages {
+		if _, err := lookPath(p.tool); err != nil {
+			out = append(out, p.tool+" ("+p.install+")")
+		}
+	}
+	return out
 }
 
 func sectionNames() []string {

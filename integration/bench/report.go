@@ -17,6 +17,7 @@ type benchReport struct {
 	Started  time.Time       `json:"started"`
 	Machine  machineInfo     `json:"machine"`
 	Sections []sectionResult `json:"sections"`
+	Bars     []bar           `json:"bars"`
 }
 
 type machineInfo struct {
@@ -60,7 +61,7 @@ func result(s section, tools []*tool) sectionResult {
 	var subject summary
 	for i, t := range tools {
 		sum := summarize(t.samples)
-		if i == 0 {
+		if i == 0 || t.subject {
 			subject = sum
 		}
 		tr := toolResult{Tool: t.name, Command: t.command, Missing: t.missing, Runs: sum.n,
@@ -68,7 +69,7 @@ func result(s section, tools []*tool) sectionResult {
 		if t.err != nil {
 			tr.Error = t.err.Error()
 		}
-		if i > 0 && subject.n > 0 && sum.n > 0 && sum.median > 0 {
+		if i > 0 && !t.subject && subject.n > 0 && sum.n > 0 && sum.median > 0 {
 			ratio := subject.median / sum.median
 			tr.Ratio = &ratio
 		}

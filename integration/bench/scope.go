@@ -3,104 +3,133 @@
 package main
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/withlock/withlock/locks"
-	"github.com/withlock/withlock/locks/scope"
 )
 
-// scopeHolders is how many allocations the registry holds (issue 4's
-// benchmark: register + release with 1,000 existing allocations).
-const scopeHolders = 1000
+// scopeSizes are the allocations already in the registry when a scoped
+// run registers and releases one more.
+var scopeSizes = []int{0, 100, 1000, 10000}
 
-// scope: a scope holder's start and exit, through the locks API, against a
-// registry of 1,000 live allocations. No peer does this; the target is issue
-// 4's.
+// scopeTool names a tool of the scope section.
+func scopeTool(allocations int) string {
+	return "withlock scope, " + commas(allocations) + " allocations"
+}
+
+// scope: `withlock scope -- true` (register, run, release) against a
+// registry that already holds N live allocations, next to `withlock run
+// -- true` in the same rounds.
 func init() {
 	register(section{
-		order:  65,
-		name:   "scope",
-		title:  "scope registry: register + release with 1,000 existing allocations (wall per pair, in process)",
-		unit:   "ms",
-		target: 5,
-		runs:   func(b *bench) int { return max(b.n, 200) },
+		order: 85,
+		name:  "scope",
+		title: "withlock scope --allow P -- true with N live allocations in the registry (wall per run)",
+		unit:  "ms",
+		note: "the whole scoped command: start-up, register (every holder's liveness checked, the conflict check, the " +
+			"rewrite), `true`, release; the N holders are this bench process (pid and start time), so all are alive; " +
+			"`withlock run` is one run's wall, the bar's unit",
+		runs:   func(b *bench) int { return b.scopeRuns },
 		warmup: true,
 		prepare: func(b *bench) ([]*tool, func(), error) {
-			dir, where, err := scopeDir(b)
-			if err != nil {
-				return nil, func() {}, err
+			if b.withlockMissing != "" {
+				return []*tool{b.withlockTool("withlock run", nil)}, func() {}, nil
 			}
-			cleanup := func() { os.RemoveAll(dir) }
-			measure, err := scopeRegisterRelease(filepath.Join(dir, "scope.lock"))
-			if err != nil {
-				return nil, cleanup, err
+			empty := b.dir("scope-run")
+			run := b.withlockTool("withlock run --dir E sc -- true", b.wallOf(0, b.withlock, "run", "--dir", empty, "sc", "--", "/bin/true"))
+			run.name = "withlock run"
+			tools := []*tool{run}
+			for _, n := range scopeSizes {
+				file := filepath.Join(b.dir(fmt.Sprintf("scope-%d", n)), "scope.lock")
+				if err := writeScopeRegistry(file, n); err != nil {
+					return nil, func() {}, err
+				}
+				argv := []string{b.withlock, "scope", "--scope-file", file, "--allow", "/bench/new:write:recursive", "--", "/bin/true"}
+				if _, err := b.runExpect(0, argv...); err != nil {
+					return nil, func() {}, err
+				}
+				if got, err := scopeAllocations(file); err != nil || got != n {
+					return nil, func() {}, fmt.Errorf("scope registry %s: %d allocations after a scoped run, want the %d live ones (%v)", file, got, n, err)
+				}
+				t := b.withlockTool("withlock scope --scope-file F --allow /bench/new:write:recursive -- true", b.wallOf(0, argv...))
+				t.name, t.subject = scopeTool(n), true
+				tools = append(tools, t)
 			}
-			return []*tool{{
-				name:    "withlock",
-				command: "scope.Registry Register + Release, registry on " + where,
-				measure: measure,
-			}}, cleanup, nil
+			return tools, func() {}, nil
 		},
-		note: "each start checks every holder's liveness for real (one /proc/<pid>/stat read per allocation; " +
-			"all 1,000 holders are this process), then the conflict check, the .bak backup and the in-place " +
-			"rewrite with fsync; the exit is a second locked read-modify-write",
 	})
 }
 
-// scopeDir is a fresh 0700 directory on tmpfs (/dev/shm), where the default
-// registry lives ($XDG_RUNTIME_DIR), else in the scratch directory.
-func scopeDir(b *bench) (dir, where string, err error) {
-	if dir, err := os.MkdirTemp("/dev/shm", "withlock-bench-scope-"); err == nil {
-		return dir, "tmpfs (/dev/shm)", nil
-	}
-	dir, err = os.MkdirTemp(b.tmp, "scope-")
-	return dir, "the scratch directory " + b.tmp + " (no /dev/shm)", err
-}
-
-// scopeRegisterRelease writes a registry of scopeHolders allocations held
-// by this process to path and returns a measure that registers one more
-// allocation and releases it, in milliseconds.
-func scopeRegisterRelease(path string) (func(int) (float64, error), error) {
-	pid := os.Getpid()
-	start, err := locks.ProcessStartTime(pid)
+// writeScopeRegistry writes a registry (the seed's format) of n allocations
+// held by this process, each writing its own subtree of /bench.
+func writeScopeRegistry(path string, n int) error {
+	start, err := processStart(os.Getpid())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	reg := &scope.Table{Allocations: make([]scope.Allocation, 0, scopeHolders)}
+	type allocation struct {
+		Name          string   `json:"name"`
+		PID           int      `json:"pid"`
+		Socket        string   `json:"socket"`
+		ScopeAllow    []string `json:"scope_allow"`
+		DelegatedFrom *string  `json:"delegated_from"`
+		ScopeDeny     []string `json:"scope_deny"`
+		PIDStart      uint64   `json:"pid_start"`
+		CreatedAt     float64  `json:"created_at"`
+	}
+	reg := struct {
+		Allocations []allocation `json:"allocations"`
+	}{Allocations: []allocation{}}
 	created := float64(time.Now().UnixNano()) / 1e9
-	for i := range scopeHolders {
-		n := strconv.Itoa(i)
-		reg.Allocations = append(reg.Allocations, scope.Allocation{
-			Name: "holder" + n, PID: pid, PIDStart: start,
-			Socket:     "/run/withlock/holder" + n + ".sock",
-			ScopeAllow: []string{"/bench/tree" + n + ":write:recursive"},
-			ScopeDeny:  []string{},
-			CreatedAt:  created,
+	for i := range n {
+		reg.Allocations = append(reg.Allocations, allocation{
+			Name: fmt.Sprintf("bench%05d", i), PID: os.Getpid(), PIDStart: start,
+			ScopeAllow: []string{fmt.Sprintf("/bench/tree%05d:write:recursive", i)}, ScopeDeny: []string{},
+			CreatedAt: created,
 		})
 	}
-	if err := os.WriteFile(path, reg.Encode(), 0o600); err != nil {
-		return nil, err
-	}
-	allow, err := scope.ParseSpecs([]string{"/bench/new:write:recursive"})
+	data, err := json.MarshalIndent(reg, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f := &scope.Registry{Path: path}
-	q := scope.Request{Name: "bench", Allow: allow, PID: pid, PIDStart: start}
-	ctx := context.Background()
-	return func(int) (float64, error) {
-		began := time.Now()
-		if _, err := f.Register(ctx, q); err != nil {
-			return 0, fmt.Errorf("register: %w", err)
-		}
-		if err := f.Release(ctx, q.Name, pid); err != nil {
-			return 0, fmt.Errorf("release: %w", err)
-		}
-		return ms(time.Since(began)), nil
-	}, nil
+	return os.WriteFile(path, append(data, '\n'), 0o600)
+}
+
+// scopeAllocations counts the allocations in the registry at path.
+func scopeAllocations(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var reg struct {
+		Allocations []json.RawMessage `json:"allocations"`
+	}
+	if err := json.Unmarshal(data, &reg); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return len(reg.Allocations), nil
+}
+
+// processStart is field 22 of /proc/<pid>/stat: the start time in clock
+// ticks since boot, the registry's pid_start.
+func processStart(pid int) (uint64, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no ')'", path)
+	}
+	fields := strings.Fields(string(data[i+1:])) // fields[0] is field 3, the state
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("%s: %d fields", path, len(fields)+2)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
 }

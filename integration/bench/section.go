@@ -26,7 +26,7 @@ type section struct {
 	// runs is how many interleaved rounds to measure (each tool once per round).
 	runs func(b *bench) int
 	// prepare returns the tools, the first being the subject the ratios
-	// compare (withlock), and a cleanup that always runs.
+	// compare (withlock; see tool.subject), and a cleanup that always runs.
 	prepare func(b *bench) ([]*tool, func(), error)
 }
 
@@ -35,6 +35,9 @@ type tool struct {
 	name    string // short label: withlock, flock, tini, …
 	command string // the command line measured, for the table
 	missing string // non-empty: not measured, shown instead of numbers
+	// subject starts a group: the ratios of the tools after it (up to the
+	// next subject) are against it. The first tool always is one.
+	subject bool
 	// measure performs run number i and returns one sample in the section's unit.
 	measure func(i int) (float64, error)
 

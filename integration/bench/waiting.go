@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +18,9 @@ func init() {
 	register(section{
 		order: 50,
 		name:  "waiting",
-		title: "CPU while waiting 5 s for a held lock (scheduler run time of all threads)",
+		title: "CPU while waiting for a held lock (scheduler run time of all threads)",
 		unit:  "ms CPU",
-		note:  "summed from /proc/<pid>/task/*/schedstat every 50 ms until exit: exact, where rusage on this VM is charged by timer ticks; withlock exits 75 and flock -w exits 1 when the wait runs out; a spinning waiter would show ~5000",
+		note:  "summed from /proc/<pid>/task/*/schedstat every 50 ms until exit: exact, where rusage on this VM is charged by timer ticks; withlock exits 75 and flock -w exits 1 when the wait runs out; a spinning waiter would show the wait's length in ms",
 		runs:  func(b *bench) int { return b.waitRuns },
 		prepare: func(b *bench) ([]*tool, func(), error) {
 			dir := b.dir("waiting")
@@ -30,7 +31,9 @@ func init() {
 					h.stop()
 				}
 			}
-			wl := b.withlockTool("withlock run --wait 5s --dir D w -- true", b.cpuOf(75, b.withlock, "run", "--dir", dir, "--wait", "5s", "w", "--", "true"))
+			wait := b.wait.String()
+			secs := strconv.FormatFloat(b.wait.Seconds(), 'f', -1, 64)
+			wl := b.withlockTool("withlock run --wait "+wait+" --dir D w -- true", b.cpuOf(75, b.withlock, "run", "--dir", dir, "--wait", wait, "w", "--", "true"))
 			if wl.missing == "" {
 				h, err := b.startHolder([]string{b.withlock, "run", "--dir", dir, "w", "--", "sh", "-c", "echo ready; exec sleep 3600"})
 				if err != nil {
@@ -38,8 +41,8 @@ func init() {
 				}
 				holders = append(holders, h)
 			}
-			fl := peer("flock", "flock -w 5 F true", func(path string) func(int) (float64, error) {
-				return b.cpuOf(1, path, "-w", "5", lockFile, "true")
+			fl := peer("flock", "flock -w "+secs+" F true", func(path string) func(int) (float64, error) {
+				return b.cpuOf(1, path, "-w", secs, lockFile, "true")
 			})
 			if fl.missing == "" {
 				path, _ := exec.LookPath("flock")
