@@ -7,10 +7,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -129,8 +129,9 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 }
 
 // etcdStatus is `withlock status --backend etcd [RUN_ID...]`: the run locks
-// held in etcd (only those RUN_IDs, a free one shown as free), as a table or
-// as JSON with --json. 73 when etcd cannot be read.
+// held in etcd (only those RUN_IDs, a free one shown as free), in the file
+// backend's table or, with --json, its JSON document (statusReport), so the
+// same scripts read both. 73 when etcd cannot be read.
 func etcdStatus(c *cli.Context) error {
 	l, err := etcdLocker(c, zerolog.Nop())
 	if err != nil {
@@ -143,24 +144,27 @@ func etcdStatus(c *cli.Context) error {
 	if c.NArg() > 0 {
 		owners = onlyRunIDs(owners, c.Args().Slice())
 	}
+	st := etcdStatusReport(l, owners, time.Now())
 	if c.Bool("json") {
-		return writeEtcdStatusJSON(c, owners)
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(st); err != nil {
+			return exitWith(exitCantCreate, err)
+		}
+		return nil
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "RUN ID\tHOLDER\tTOKEN\tLEASE LEFT\tWAITING")
-	now := time.Now()
+	writeStatusTable(c.App.Writer, st)
+	var queued []string
 	for _, o := range owners {
-		if o.Key == "" {
-			fmt.Fprintf(w, "%s\tfree\t-\t-\t0\n", o.RunID)
-			continue
+		if o.Waiters > 0 {
+			queued = append(queued, fmt.Sprintf("%s %d", o.RunID, o.Waiters))
 		}
-		left := "?"
-		if o.TTL >= 0 {
-			left = o.TTL.String()
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\n", o.RunID, o.Describe(now), o.FencingToken, left, o.Waiters)
 	}
-	return w.Flush()
+	if len(queued) > 0 {
+		fmt.Fprintf(c.App.Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
+	}
+	return nil
 }
 
 // onlyRunIDs keeps the owners of runIDs, in that order; a run id nobody
@@ -181,51 +185,63 @@ func onlyRunIDs(owners []*etcdlock.Owner, runIDs []string) []*etcdlock.Owner {
 	return out
 }
 
-// etcdStatusEntry is one run lock in `status --backend etcd --json`.
-type etcdStatusEntry struct {
-	RunID        string  `json:"run_id"`
-	Held         bool    `json:"held"`
-	Key          string  `json:"key"`
-	Lease        string  `json:"lease"`
-	FencingToken int64   `json:"fencing_token"`
-	Pid          int     `json:"pid,omitempty"`
-	Host         string  `json:"host,omitempty"`
-	Command      string  `json:"command,omitempty"`
-	CreatedAt    float64 `json:"created_at,omitempty"`
-	// Foreign: the key carries no holder information (etcdctl lock).
-	Foreign    bool    `json:"foreign"`
-	TTLSeconds float64 `json:"ttl_seconds"` // -1: unknown
-	Waiters    int     `json:"waiters"`
-}
-
-func writeEtcdStatusJSON(c *cli.Context, owners []*etcdlock.Owner) error {
-	entries := make([]etcdStatusEntry, 0, len(owners))
-	for _, o := range owners {
-		e := etcdStatusEntry{RunID: o.RunID, TTLSeconds: -1}
-		if o.Key != "" {
-			e.Held, e.Key, e.Lease, e.FencingToken = true, o.Key, fmt.Sprintf("%x", int64(o.Lease)), o.FencingToken
-			e.Foreign, e.Waiters = o.Holder == nil, o.Waiters
-		}
-		if o.TTL >= 0 {
-			e.TTLSeconds = o.TTL.Seconds()
-		}
-		if h := o.Holder; h != nil {
-			e.Pid, e.Host, e.Command, e.CreatedAt = h.Pid, h.Host, h.Command, h.CreatedAt
-		}
-		entries = append(entries, e)
+// etcdStatusReport is the file backend's status document for the run locks
+// in etcd. "dir" names where they are: the endpoints and the key prefix.
+// There are no leftovers (a lease frees its key; nothing is moved aside)
+// and no scope registry (it is local: `withlock status` shows it).
+func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Time) *statusReport {
+	var eps []string
+	for _, ep := range l.Endpoints {
+		eps = append(eps, strings.TrimRight(ep, "/"))
 	}
-	enc := json.NewEncoder(c.App.Writer)
-	enc.SetIndent("", "  ")
-	return enc.Encode(entries)
+	st := &statusReport{Dir: strings.Join(eps, ",") + l.Prefix, Now: epoch(now),
+		Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
+	for _, o := range owners {
+		st.Locks = append(st.Locks, etcdLockStatus(o, now))
+	}
+	return st
 }
 
-// etcdBreak is `withlock break --backend etcd RUN_ID`, with the file
-// break's flags and exit statuses. An etcd lock is never stale — its lease
-// frees it when the holder dies — so without --force (or --signal, which a
-// remote holder cannot receive: revoking the lease is how a withlock holder
-// is told) a held lock is refused with 75. With them the holder's lease is
-// revoked: a withlock holder tears its command down at once and exits 76,
-// and the next waiter runs. No lock is 0.
+// etcdLockStatus is one owner as a lockStatus. A held lock is "held": an
+// etcd lock is never stale, its lease frees it when the holder stops
+// renewing. The holder is "alive" while its lease has time left (it is
+// being kept alive), "unknown" when that could not be read. key is the
+// holder's etcd key, lock_id and fencing_token its lease (as the holder's
+// WITHLOCK_LOCK_ID) and create revision; lock_file is "" (there is none).
+// A key written by another client of the recipe (etcdctl lock) has no pid,
+// host or command.
+func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
+	if o.Key == "" {
+		return lockStatus{RunID: o.RunID, State: "free"}
+	}
+	ls := lockStatus{RunID: o.RunID, Key: o.Key, State: "held", Liveness: "unknown",
+		LockID: fmt.Sprintf("%x", int64(o.Lease)), FencingToken: uint64(max(o.FencingToken, 0))}
+	if o.TTL >= 0 {
+		ls.Liveness = "alive"
+		ls.ExpiresAt = epoch(now.Add(o.TTL))
+		ls.ExpiresInSeconds = seconds(o.TTL)
+	}
+	if h := o.Holder; h != nil {
+		ls.Pid, ls.Host, ls.Command = h.Pid, h.Host, h.Command
+		if h.LockID != "" {
+			ls.LockID = h.LockID
+		}
+		if h.CreatedAt > 0 {
+			ls.CreatedAt, ls.AgeSeconds = h.CreatedAt, seconds(now.Sub(h.Created()))
+		}
+	}
+	return ls
+}
+
+// etcdBreak is `withlock break --backend etcd RUN_ID`: it revokes the
+// holder's lease, which deletes its key. A withlock holder sees that at
+// once, tears its command down and exits 76 (lock lost); the next waiter
+// runs. An etcd lock is never stale — its lease frees it when the holder
+// dies — so there is nothing for the file backend's stale check to judge:
+// every held lock belongs to a holder that keeps its lease alive, and
+// breaking one is revoking it (--force and --signal are accepted and change
+// nothing). Exit statuses and lines as the file backend's: 0 when the lock
+// was broken or there was none, 73 when etcd could not be read or written.
 func etcdBreak(c *cli.Context, runID string) error {
 	log, err := newLogger(c)
 	if err != nil {
@@ -240,21 +256,14 @@ func etcdBreak(c *cli.Context, runID string) error {
 			fmt.Fprintf(c.App.Writer, format+"\n", args...)
 		}
 	}
-	ctx := context.Background()
-	o, err := l.Owner(ctx, runID)
+	o, err := l.Break(context.Background(), runID)
 	switch {
+	case errors.Is(err, etcdlock.ErrNotHeld):
+		say("no lock for run %q", runID)
+		return nil
 	case err != nil:
 		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
-	case o == nil:
-		say("no lock for run %q in etcd", runID)
-		return nil
-	case !c.Bool("force") && !c.Bool("signal"):
-		return exitWith(exitTempFail, fmt.Errorf("break: run %q is held by %s; its lease keeps the lock while the holder lives and frees it when the holder dies; "+
-			"--force revokes the lease (a withlock holder stops its command and exits 76)", runID, o.Describe(time.Now())))
 	}
-	if err := l.Revoke(ctx, o); err != nil {
-		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
-	}
-	say("revoked the etcd lease of run %q (was %s, lease %x)", runID, o.Describe(time.Now()), int64(o.Lease))
+	say("broke the lock of run %q (lease %x revoked; was %s): %s", runID, int64(o.Lease), o.Describe(time.Now()), o.Key)
 	return nil
 }

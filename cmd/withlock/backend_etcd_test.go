@@ -6,12 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/withlock/withlock/locks/etcdlock"
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
@@ -45,9 +50,26 @@ func runAdmin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String() + msg, code
 }
 
-// TestEtcdStatusAndBreak: status lists holders with their pid, command and
-// fencing token (table and JSON); break refuses a live holder (75) unless
-// --force, which revokes its lease; status then no longer lists it, and a
+// jsonKeys is the set of keys of a JSON object.
+func jsonKeys(t *testing.T, data []byte) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestEtcdStatusAndBreak: status lists holders as the file backend does —
+// the same table, the same JSON document (every key of statusReport and of
+// lockStatus, nothing else) with pid, command, lease and fencing token —
+// and counts the queued waiters; break revokes the holder's lease (0), the
+// holder learns it has lost the lock, status no longer lists it, and a
 // second break finds nothing (0).
 func TestEtcdStatusAndBreak(t *testing.T) {
 	t.Setenv("WITHLOCK_ETCD_ENDPOINTS", "")
@@ -61,46 +83,135 @@ func TestEtcdStatusAndBreak(t *testing.T) {
 	lost, stop := lock.Heartbeat()
 	defer stop()
 
-	out, errOut, code := runAdmin(t, "status", "--endpoints", s.Endpoint)
+	// A second contender queues behind the holder until the test ends.
+	waitCtx, cancelWait := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		w := &etcdlock.Locker{Endpoints: []string{s.Endpoint}, Command: "second"}
+		got, err := w.Acquire(waitCtx, "nightly-backup", time.Minute)
+		if err == nil {
+			got.Release()
+		}
+		waited <- err
+	}()
+	defer func() { cancelWait(); <-waited }()
+	deadline := time.Now().Add(10 * time.Second)
+	var out, errOut string
+	var code int
+	for {
+		out, errOut, code = runAdmin(t, "status", "--endpoints", s.Endpoint)
+		if strings.Contains(out, "waiting: nightly-backup 1") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	t.Logf("status:\n%s", out)
 	token := strconv.FormatInt(lock.FencingToken(), 10)
-	if code != 0 || !strings.Contains(out, "nightly-backup") || !strings.Contains(out, "backup --full") || !strings.Contains(out, token) {
-		t.Fatalf("status: exit %d, stdout %q, stderr %q; want the holder with token %s", code, out, errOut, token)
+	for _, want := range []string{"RUN ID", "STATE", "nightly-backup", "held", "alive", "backup --full", token, "waiting: nightly-backup 1"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("status: exit %d, stdout %q, stderr %q; want %q in it", code, out, errOut, want)
+		}
 	}
 	out, _, code = runAdmin(t, "status", "--endpoints", s.Endpoint, "nightly-backup", "weekly")
 	if code != 0 || !strings.Contains(out, "nightly-backup") || !strings.Contains(out, "weekly") || !strings.Contains(out, "free") {
 		t.Fatalf("status of two run ids: exit %d, stdout %q; want the holder and weekly free", code, out)
 	}
+
 	out, _, code = runAdmin(t, "status", "--json", "--endpoints", s.Endpoint)
-	var entries []etcdStatusEntry
-	if err := json.Unmarshal([]byte(out), &entries); code != 0 || err != nil || len(entries) != 1 ||
-		entries[0].RunID != "nightly-backup" || !entries[0].Held || entries[0].FencingToken != lock.FencingToken() || entries[0].Foreign || entries[0].TTLSeconds <= 0 {
+	var st statusReport
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st.Locks) != 1 {
 		t.Fatalf("status --json: exit %d, %q (%v)", code, out, err)
 	}
+	fileShape, _ := json.Marshal(statusReport{})
+	if got, want := jsonKeys(t, []byte(out)), jsonKeys(t, fileShape); !slices.Equal(got, want) {
+		t.Errorf("status --json keys %v, want the file backend's %v", got, want)
+	}
+	var doc struct{ Locks []json.RawMessage }
+	_ = json.Unmarshal([]byte(out), &doc)
+	lockShape, _ := json.Marshal(lockStatus{})
+	if got, want := jsonKeys(t, doc.Locks[0]), jsonKeys(t, lockShape); !slices.Equal(got, want) {
+		t.Errorf("status --json lock keys %v, want the file backend's %v", got, want)
+	}
+	got := st.Locks[0]
+	if got.RunID != "nightly-backup" || got.State != "held" || got.Liveness != "alive" || got.Command != "backup --full" ||
+		got.Pid != os.Getpid() || got.FencingToken != uint64(lock.FencingToken()) || got.LockID != fmt.Sprintf("%x", int64(lock.Lease)) ||
+		!strings.HasPrefix(got.Key, "/withlock/run/nightly-backup/") || got.ExpiresInSeconds <= 0 || got.CreatedAt <= 0 ||
+		st.Dir != s.Endpoint+"/withlock/run/" || st.Scopes != nil {
+		t.Errorf("status --json: %+v (dir %q)", got, st.Dir)
+	}
 
-	_, errOut, code = runAdmin(t, "break", "--endpoints", s.Endpoint, "nightly-backup")
-	if code != exitTempFail || !strings.Contains(errOut, "backup --full") || !strings.Contains(errOut, "--force") {
-		t.Fatalf("break without --force: exit %d, stderr %q; want 75 naming the holder and --force", code, errOut)
-	}
-	select {
-	case err := <-lost:
-		t.Fatalf("refused break took the lock: %v", err)
-	default:
-	}
-	out, errOut, code = runAdmin(t, "break", "--force", "--endpoints", s.Endpoint, "nightly-backup")
-	if code != 0 || !strings.Contains(out, "revoked the etcd lease of run \"nightly-backup\"") {
-		t.Fatalf("break --force: exit %d, stdout %q, stderr %q", code, out, errOut)
+	out, errOut, code = runAdmin(t, "break", "--endpoints", s.Endpoint, "nightly-backup")
+	if code != 0 || !strings.Contains(out, `broke the lock of run "nightly-backup"`) || !strings.Contains(out, "backup --full") {
+		t.Fatalf("break: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	select {
 	case <-lost:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the holder did not learn of the break within 5s")
 	}
-	if out, _, _ := runAdmin(t, "status", "--endpoints", s.Endpoint); strings.Contains(out, "nightly-backup") {
-		t.Errorf("status after break still lists it: %q", out)
+	if out, _, _ := runAdmin(t, "status", "--endpoints", s.Endpoint); strings.Contains(out, "backup --full") {
+		t.Errorf("status after break still lists the broken holder: %q", out)
 	}
-	if out, errOut, code := runAdmin(t, "break", "--force", "--endpoints", s.Endpoint, "nightly-backup"); code != 0 || !strings.Contains(out, "no lock") {
-		t.Errorf("second break: exit %d, stdout %q, stderr %q; want 0 saying there is no lock", code, out, errOut)
+	cancelWait() // the waiter may hold it now; let it go
+	if err := <-waited; err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("waiter: %v", err)
+	}
+	waited <- nil
+	if out, errOut, code := runAdmin(t, "break", "--endpoints", s.Endpoint, "nightly-backup"); code != 0 || out != "no lock for run \"nightly-backup\"\n" {
+		t.Errorf("second break: exit %d, stdout %q, stderr %q; want 0 and the file backend's line", code, out, errOut)
+	}
+	out, _, code = runAdmin(t, "status", "--json", "--endpoints", s.Endpoint)
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st.Locks) != 0 || st.Locks == nil {
+		t.Errorf("status --json with no locks: exit %d, %q (%v); want \"locks\": []", code, out, err)
+	}
+}
+
+// TestEtcdBreakForeignHolderAndUnreachable: a key of another client of the
+// recipe (as etcdctl lock writes: no holder information) is listed held,
+// with its lease as lock_id and no pid, and break revokes it; an
+// unreachable cluster is 73 for status and break.
+func TestEtcdBreakForeignHolderAndUnreachable(t *testing.T) {
+	t.Setenv("WITHLOCK_ETCD_ENDPOINTS", "")
+	s := etcdtest.Start(t, etcdtest.Options{})
+	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	lease, err := cl.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprintf("/withlock/run/other/%x", int64(lease.ID))
+	if _, err := cl.Put(ctx, key, "", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runAdmin(t, "status", "--json", "--endpoints", s.Endpoint, "other")
+	var st statusReport
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || len(st.Locks) != 1 {
+		t.Fatalf("status --json: exit %d, %q (%v)", code, out, err)
+	}
+	if l := st.Locks[0]; l.State != "held" || l.Key != key || l.LockID != fmt.Sprintf("%x", int64(lease.ID)) || l.Pid != 0 || l.Command != "" {
+		t.Errorf("foreign holder: %+v", l)
+	}
+	out, errOut, code := runAdmin(t, "break", "--endpoints", s.Endpoint, "other")
+	if code != 0 || !strings.Contains(out, "another etcd client") {
+		t.Fatalf("break: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if resp, err := cl.Get(ctx, key); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("after break the key is still there: %v, %v", resp, err)
+	}
+	if ttl, err := cl.TimeToLive(ctx, lease.ID); err != nil || ttl.TTL != -1 {
+		t.Errorf("after break the lease lives on: %+v, %v", ttl, err)
+	}
+
+	down := []string{"--endpoints", "http://127.0.0.1:1", "--etcd-dial-timeout", "300ms"}
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"break", "x"}} {
+		args = append(args[:1], append(append([]string{}, down...), args[1:]...)...)
+		if out, errOut, code := runAdmin(t, args...); code != exitCantCreate || !strings.Contains(errOut, "127.0.0.1:1") {
+			t.Errorf("%v with etcd down: exit %d, stdout %q, stderr %q; want 73 naming the endpoint", args, code, out, errOut)
+		}
 	}
 }
 
