@@ -166,7 +166,9 @@ func TestStatusListsHolders(t *testing.T) {
 	}
 }
 
-// TestWaitReportsHolder: OnWait is called while waiting, with the holder.
+// TestWaitReportsHolder: OnWait is called while waiting (about once a
+// second), with the holder. The wait is long and ends once a report came,
+// so a slow start of the wait on a loaded machine does not starve it.
 func TestWaitReportsHolder(t *testing.T) {
 	s := etcdtest.Start(t, etcdtest.Options{})
 	mustAcquire(t, newLocker(s), "job", 0)
@@ -178,16 +180,31 @@ func TestWaitReportsHolder(t *testing.T) {
 		default:
 		}
 	}
-	if _, err := l.Acquire(context.Background(), "job", 1500*time.Millisecond); !errors.Is(err, locks.ErrHeld) {
-		t.Fatalf("acquire of a held lock: %v; want ErrHeld after the wait", err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, "job", time.Minute)
+		done <- err
+	}()
 	select {
 	case pid := <-reports:
 		if pid == 0 {
 			t.Error("OnWait got a holder without a pid")
 		}
-	default:
-		t.Error("OnWait never called during a 1.5s wait")
+	case err := <-done:
+		t.Fatalf("acquire of a held lock returned before any OnWait: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("OnWait never called during 30s of waiting")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("acquire of a held lock succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acquire did not end within 10s of its context's cancel")
 	}
 }
 
