@@ -4,12 +4,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -413,12 +413,24 @@ func TestStatusAndScopeFixtures(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
+	// The same registry with every allocation's holder dead.
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	self := []byte(`"pid": ` + strconv.Itoa(os.Getpid()) + `,`)
-	if err := os.WriteFile(file, bytes.ReplaceAll(data, self, []byte(`"pid": `+strconv.Itoa(dead.Process.Pid)+`,`)), 0o600); err != nil {
+	var reg struct {
+		Allocations []map[string]any `json:"allocations"`
+	}
+	if err := json.Unmarshal(data, &reg); err != nil || len(reg.Allocations) != 50 {
+		t.Fatalf("registry: %d allocations, %v", len(reg.Allocations), err)
+	}
+	for _, a := range reg.Allocations {
+		a["pid"] = dead.Process.Pid
+	}
+	if data, err = json.Marshal(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.runExpect(0, scoped...); err != nil {
