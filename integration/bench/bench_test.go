@@ -397,6 +397,17 @@ func TestStatusAndScopeFixtures(t *testing.T) {
 	if err := b.checkStaleLocks(dir, 21); err == nil {
 		t.Error("checkStaleLocks accepted 20 locks as 21")
 	}
+	// waitStale fails on a lock whose holder lives (its negative control).
+	held := b.dir("status-held")
+	holder := exec.Command(b.withlock, "run", "--dir", held, "h", "--", "sleep", "30")
+	holder.Env = b.env
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if err := b.waitStale(held, "h", 300*time.Millisecond); err == nil {
+		t.Error("waitStale: a live holder's lock counted as stale")
+	}
 
 	file := filepath.Join(b.dir("scope"), "scope.lock")
 	if err := writeScopeRegistry(file, 50); err != nil {

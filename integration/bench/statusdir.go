@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // statusSizes are the lock directories the status section reads: how many
@@ -78,6 +79,13 @@ func (b *bench) staleLockDir(n int) (string, error) {
 	if _, err := b.runExpect(137, b.withlock, "run", "--dir", dir, seed, "--", "sh", "-c", "kill -9 $PPID; sleep 1"); err != nil {
 		return "", fmt.Errorf("stale lock: %w", err)
 	}
+	// The holder is dead, but its command (sh, then sleep) still runs for a
+	// moment and holds the tree file's flock: until it ends the lock is
+	// "holder dead, command still running", held. Copy the files only once
+	// withlock itself says the lock is stale.
+	if err := b.waitStale(dir, seed, 30*time.Second); err != nil {
+		return "", fmt.Errorf("stale lock: %w", err)
+	}
 	key := lockKey(seed)
 	files := map[string][]byte{}
 	entries, err := os.ReadDir(dir)
@@ -110,8 +118,9 @@ func (b *bench) staleLockDir(n int) (string, error) {
 		runID := fmt.Sprintf("stale-%05d", i)
 		id := make([]byte, len(p.LockID)/2)
 		_, _ = rand.Read(id)
+		newID := hex.EncodeToString(id)
 		copied := bytes.Replace(payload, []byte(`"run_id":"`+seed+`"`), []byte(`"run_id":"`+runID+`"`), 1)
-		copied = bytes.Replace(copied, []byte(`"lock_id":"`+p.LockID+`"`), []byte(`"lock_id":"`+hex.EncodeToString(id)+`"`), 1)
+		copied = bytes.Replace(copied, []byte(`"lock_id":"`+p.LockID+`"`), []byte(`"lock_id":"`+newID+`"`), 1)
 		if bytes.Equal(copied, payload) {
 			return "", fmt.Errorf("stale lock: payload %q: run_id or lock_id not found as written", payload)
 		}
@@ -119,12 +128,46 @@ func (b *bench) staleLockDir(n int) (string, error) {
 			if suffix == ".lock" {
 				data = copied
 			}
+			// The tree file is named after the lock id: <key>.tree.<lock_id>.
+			if suffix == ".tree."+p.LockID {
+				suffix = ".tree." + newID
+			}
 			if err := os.WriteFile(filepath.Join(dir, lockKey(runID)+suffix), data, 0o600); err != nil {
 				return "", err
 			}
 		}
 	}
 	return dir, b.checkStaleLocks(dir, n)
+}
+
+// waitStale polls `withlock status --json --dir dir runID` until it says
+// the lock is stale, or fails once timeout has passed.
+func (b *bench) waitStale(dir, runID string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cmd := exec.Command(b.withlock, "status", "--json", "--dir", dir, runID)
+		cmd.Env = b.env
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("withlock status --json --dir %s %s: %w", dir, runID, err)
+		}
+		var st struct {
+			Locks []struct {
+				State       string `json:"state"`
+				StaleReason string `json:"stale_reason"`
+			} `json:"locks"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			return fmt.Errorf("withlock status --json --dir %s %s: %w", dir, runID, err)
+		}
+		if len(st.Locks) == 1 && st.Locks[0].State == "stale" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("withlock status --json --dir %s %s: not stale after %v: %s", dir, runID, timeout, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // checkStaleLocks runs `withlock status --json` on dir: n locks, all stale.
