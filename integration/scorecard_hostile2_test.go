@@ -777,3 +777,127 @@ func TestScorecardHostileDefaultScopeRegistry(t *testing.T) {
 		})
 	}
 }
+
+// tagBrokenGCOwner is the negative-control build whose gc tries to remove
+// other users' leftovers in a shared dir.
+const tagBrokenGCOwner = "withlock_broken_gcowner"
+
+// TestScorecardHostileSharedDirGC (issues 16, 17): gc in a shared (root-owned,
+// sticky, world-writable) dir removes only what its caller may remove.
+// Root, uid 65534 and uid 65533 each leave a lock moved aside there (a holder
+// killed with -9, the lock reclaimed); uid 65533 holds a live lock whose tree
+// file is made to look ten days old. A user's gc (and its dry run) lists and
+// removes only that user's leftover and exits 0 — before, it listed every
+// user's and failed with 73 on the first the sticky bit kept it from
+// removing. Root's gc removes everyone's leftovers but never a live lock,
+// its tree file, a guard or a fence: the live holder still excludes.
+// Negative control: the build that does not check the owner fails the
+// user's gc, and the row's check sees it.
+func TestScorecardHostileSharedDirGC(t *testing.T) {
+	needRoot(t)
+	const other = 65533
+	users := []int{0, nobody, other}
+	setup := func(t *testing.T, bin string) (dir string, stale map[int]string, live *exec.Cmd) {
+		dir = openDir(t, 0o777|os.ModeSticky)
+		work := openDir(t, 0o777)
+		stale = map[int]string{}
+		for _, uid := range users {
+			runID := "dead-" + strconv.Itoa(uid)
+			started := filepath.Join(work, "started-"+runID)
+			holder := asUser(t, uid, bin, append([]string{"run", "--dir", dir, runID, "--"}, holderCmd(started)...)...)
+			startHolder(t, holder, started)
+			_ = holder.Process.Kill()
+			waitExit(t, holder, defaultDeadline)
+			if _, stderr, code := runCommand(t, asUser(t, uid, bin, "run", "--dir", dir, runID, "--", "true"), defaultDeadline); code != 0 {
+				t.Fatalf("uid %d reclaiming its dead holder's lock: exit %d: %s", uid, code, stderr)
+			}
+			matches, _ := filepath.Glob(lockFile(dir, runID) + ".stale.*")
+			if len(matches) != 1 {
+				t.Fatalf("uid %d: lock moved aside as %v, want one file", uid, matches)
+			}
+			// Ten days old: gc reads a moved-aside lock's age from its name.
+			aged := lockFile(dir, runID) + ".stale." + strconv.FormatInt(time.Now().Add(-10*24*time.Hour).Unix(), 10)
+			if err := os.Rename(matches[0], aged); err != nil {
+				t.Fatal(err)
+			}
+			stale[uid] = aged
+		}
+		started := filepath.Join(work, "started-live")
+		live = asUser(t, other, bin, append([]string{"run", "--dir", dir, "live", "--"}, holderCmd(started)...)...)
+		startHolder(t, live, started)
+		t.Cleanup(func() { stopHolder(t, live) })
+		old := time.Now().Add(-10 * 24 * time.Hour)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".lock") { // the live lock file is renewed anyway; its tree file ages
+				os.Chtimes(filepath.Join(dir, e.Name()), old, old)
+			}
+		}
+		return dir, stale, live
+	}
+	// userGC runs uid's gc (a dry run first) and checks it lists and removes
+	// only uid's own leftover; it reports whether it did.
+	userGC := func(t *testing.T, bin, dir string, uid int, stale map[int]string) (ok bool) {
+		ok = true
+		for _, args := range [][]string{{"gc", "--dir", dir, "-n", "--older-than", "1d"}, {"gc", "--dir", dir, "--older-than", "1d"}} {
+			stdout, stderr, code := runCommand(t, asUser(t, uid, bin, args...), defaultDeadline)
+			assertNoPanic(t, "gc", stderr)
+			if code != 0 {
+				t.Logf("uid %d %v: exit %d: %s", uid, args, code, stderr)
+				ok = false
+			}
+			for owner, path := range stale {
+				if strings.Contains(stdout, filepath.Base(path)) != (owner == uid) {
+					t.Logf("uid %d %v: names %s of uid %d: %v\n%s", uid, args, filepath.Base(path), owner, owner != uid, stdout)
+					ok = false
+				}
+			}
+		}
+		for owner, path := range stale {
+			if exists(path) == (owner == uid) {
+				t.Logf("uid %d's gc: %s of uid %d there: %v", uid, filepath.Base(path), owner, exists(path))
+				ok = false
+			}
+		}
+		return ok
+	}
+	t.Run("row", func(t *testing.T) {
+		dir, stale, live := setup(t, withlockBin)
+		for _, uid := range []int{nobody, other} {
+			if !userGC(t, withlockBin, dir, uid, stale) {
+				t.Errorf("uid %d's gc in a shared dir touched or failed on other users' leftovers", uid)
+			}
+			delete(stale, uid)
+		}
+		liveLock := lockFile(dir, "live")
+		p, err := readLock(dir, "live")
+		if err != nil || !p.Tree {
+			t.Fatalf("live lock: %+v, %v; want one with a tree file", p, err)
+		}
+		tree := strings.TrimSuffix(liveLock, ".lock") + ".tree." + p.LockID
+		if stdout, stderr, code := runWithlock(t, "gc", "--dir", dir, "--older-than", "1d"); code != 0 || !strings.Contains(stdout, filepath.Base(stale[0])) {
+			t.Errorf("root's gc: exit %d, %q, %q; want root's leftover removed", code, stdout, stderr)
+		}
+		for _, f := range []string{liveLock, tree, filepath.Join(dir, locks.Key("live")+".guard"), filepath.Join(dir, locks.Key("live")+".fence")} {
+			if !exists(f) {
+				t.Errorf("root's gc removed %s of uid 65533's live lock", filepath.Base(f))
+			}
+		}
+		ran := filepath.Join(t.TempDir(), "ran")
+		_, stderr, code := runWithlock(t, append([]string{"run", "--dir", dir, "live", "--"}, ranCmd(ran)...)...)
+		oneLine(t, "root beside uid 65533's live lock after gc", code, 75, stderr, ran, "of uid 65533")
+		if live.ProcessState != nil {
+			t.Errorf("the live holder ended")
+		}
+	})
+	t.Run("negative control", func(t *testing.T) {
+		if !tagIsWired(t, tagBrokenGCOwner) {
+			t.Fatalf("build tag %s changes nothing: the control would prove nothing", tagBrokenGCOwner)
+		}
+		bin := taggedBinary(t, tagBrokenGCOwner)
+		dir, stale, _ := setup(t, bin)
+		if userGC(t, bin, dir, nobody, stale) {
+			t.Errorf("the build that collects any owner's leftovers passed the user's gc check: the row cannot fail")
+		}
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+
+	"github.com/withlock/withlock/internal/testbuild"
 )
 
 // ErrNotOurs: a file in the lock directory belongs to another user, and
@@ -235,4 +237,17 @@ func explainDenied(fsys FS, what, path string, err error) error {
 		}
 	}
 	return err
+}
+
+// mayCollect: gc removes only leftovers that are ours (or, for root,
+// anyone's). In a shared dir another user's are theirs to collect: the
+// sticky bit would refuse their removal (EPERM, a failed gc), and a dry run
+// would list what it cannot remove. A leftover gone already is for
+// removeLeftover to find so.
+func (r *RunLocker) mayCollect(path string) bool {
+	if testbuild.CollectAnyOwner {
+		return true
+	}
+	fi, err := r.fsys().Lstat(path)
+	return err != nil || checkOwned("leftover", path, fi) == nil
 }

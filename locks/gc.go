@@ -31,7 +31,7 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 	var removed []Leftover
 	var errs []error
 	for _, l := range rep.Leftovers {
-		if !oldEnough(l, olderThan, now) {
+		if !oldEnough(l, olderThan, now) || !r.mayCollect(l.Path) {
 			continue
 		}
 		if !dryRun {

@@ -27,3 +27,9 @@ var NoTree bool
 // namespace as its own, as withlock did before it checked, so the
 // scorecard's pid-namespace row can show that it fails without the check.
 var TrustForeignProc bool
+
+// CollectAnyOwner, set only in the negative-control build
+// withlock_broken_gcowner, makes gc try to remove every leftover in a shared
+// dir, other users' too, as it did before it checked the owner, so the
+// scorecard's shared-dir gc row can show that it fails without the check.
+var CollectAnyOwner bool

@@ -1,0 +1,5 @@
+//go:build withlock_broken_gcowner
+
+package testbuild
+
+func init() { CollectAnyOwner = true }
