@@ -123,6 +123,10 @@ type SlotsHeldError struct {
 func (e *SlotsHeldError) Error() string {
 	pids := make([]string, 0, len(e.Holders))
 	for _, h := range e.Holders {
+		if h.Orphaned {
+			pids = append(pids, fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, h.pidList()))
+			continue
+		}
 		pids = append(pids, strconv.Itoa(h.Pid))
 	}
 	return fmt.Sprintf("run %q: all %d slots are held (pids %s)", e.RunID, e.Max, strings.Join(pids, ", "))
@@ -370,6 +374,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 			}
 			out := make([]Holder, len(held))
 			for i, h := range held {
+				h.FindPids()
 				out[i] = *h
 			}
 			return nil, &SlotsHeldError{RunID: runID, Max: max, Holders: out}

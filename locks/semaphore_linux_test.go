@@ -258,6 +258,9 @@ func TestSemaphoreDeadHolderTreeKeepsSlot(t *testing.T) {
 	if !errors.As(err, &full) || !full.Holders[0].Orphaned {
 		t.Fatalf("slot of a dead holder whose tree runs: %v, want held, orphaned", err)
 	}
+	if want := fmt.Sprintf("'s command (holder dead, command still running: pids %d))", child); !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("conflict line %q, want it to end %q", err.Error(), want)
+	}
 	got := make(chan error, 1)
 	var l *SlotLock
 	w := newTestLocker(t, dir, time.Minute)

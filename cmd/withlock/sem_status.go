@@ -168,3 +168,9 @@ func modeText(mode locks.SemMode, max int) string {
 	}
 	return "--max " + strconv.Itoa(max)
 }
+
+// baseRunID is the run id the user named, for a slot's derived id too.
+func baseRunID(id string) string {
+	base, _, _, _ := locks.ParseSlotRunID(id)
+	return base
+}

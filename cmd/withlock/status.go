@@ -193,7 +193,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 	}
 	for _, l := range rep.Leftovers {
 		if wanted(l.Key) {
-			st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: l.RunID,
+			st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
 				Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 		}
 	}
