@@ -22,6 +22,7 @@ func TestSemaphoreCommandLine(t *testing.T) {
 		{"run", "--dir", dir, "--max", "0", "b", "true"},
 		{"run", "--dir", dir, "--max", "-2", "b", "true"},
 		{"run", "--dir", dir, "--max", "2", "--shared", "b", "true"},
+		{"run", "--dir", dir, "--max", "70000", "b", "true"},
 	} {
 		_, stderr, code := runWithlock(t, args...)
 		if code != 64 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -322,8 +322,8 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 		return nil, &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
 			Reason: fmt.Sprintf("longer than %d bytes, which a slot's run id needs", MaxRunIDLen-len(SlotRunID("", ModeShared, maxSharedSlots)))}
 	}
-	if max < 0 {
-		return nil, fmt.Errorf("run %q: --max %d: must be at least 1", runID, max)
+	if max < 0 || max > maxSharedSlots {
+		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", maxSharedSlots)}
 	}
 	mode := ModeMax
 	if max == 0 {
