@@ -8,6 +8,7 @@ package integration
 // control that shows the row's check can see a second holder.
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -898,6 +899,93 @@ func TestScorecardHostileSharedDirGC(t *testing.T) {
 		dir, stale, _ := setup(t, bin)
 		if userGC(t, bin, dir, nobody, stale) {
 			t.Errorf("the build that collects any owner's leftovers passed the user's gc check: the row cannot fail")
+		}
+	})
+}
+
+// TestScorecardHostileTreeNameOutsideDir (issue 16): in a shared dir another
+// user plants a lock of a dead local holder whose lock_id climbs out of the
+// dir ("x/../../../victim", with a directory <key>.tree.x to make the path
+// resolve). Root's run reclaims it — and before, probed and removed the
+// tree file it named: a root-owned file outside the dir was deleted. Now
+// such a lock names no tree file: the victim stays, the run runs.
+// Negative control: the same planted lock with a plain lock_id whose tree
+// file is in the dir has that file removed by the reclaim, so the row's
+// "still there" check sees a removal.
+func TestScorecardHostileTreeNameOutsideDir(t *testing.T) {
+	needRoot(t)
+	self, err := locks.SelfIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant := func(t *testing.T, lockID string) (dir string) {
+		dir = openDir(t, 0o777|os.ModeSticky)
+		now := float64(time.Now().UnixNano()) / 1e9
+		p := locks.Payload{RunID: "planted", LockID: lockID, Pid: 1 << 22, CreatedAt: now - 10, ExpiresAt: now + 3600,
+			Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: 1, Tree: true}
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What uid 65534 can do there: a lock file and a directory.
+		script := `mkdir "$0" && cat > "$1"`
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script,
+			strings.TrimSuffix(lockFile(dir, "planted"), ".lock")+".tree.x", lockFile(dir, "planted"))
+		cmd.Stdin = strings.NewReader(string(data))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("planting as uid 65534: %v: %s", err, out)
+		}
+		return dir
+	}
+	rootRun := func(t *testing.T, dir string) {
+		t.Helper()
+		ran := filepath.Join(t.TempDir(), "ran")
+		_, stderr, code := runWithlock(t, append([]string{"run", "--dir", dir, "planted", "--"}, ranCmd(ran)...)...)
+		assertNoPanic(t, "root's run", stderr)
+		if code != 0 || !exists(ran) {
+			t.Errorf("root's run on the planted dead holder's lock: exit %d, ran %v: %s", code, exists(ran), stderr)
+		}
+	}
+	t.Run("row", func(t *testing.T) {
+		victimDir := openDir(t, 0o755)
+		victim := filepath.Join(victimDir, "victim")
+		if err := os.WriteFile(victim, []byte("root's\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := plant(t, "")
+		// From <dir>/<key>.tree.x up to / and down to the victim.
+		climb := strings.Repeat("../", strings.Count(filepath.Clean(dir), "/")+1)
+		lockID := "x/" + climb + strings.TrimPrefix(victim, "/")
+		// Re-plant with the climbing lock_id now that the dir is known.
+		data, _ := os.ReadFile(lockFile(dir, "planted"))
+		var p locks.Payload
+		json.Unmarshal(data, &p)
+		p.LockID = lockID
+		data, _ = json.Marshal(p)
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", `cat > "$0"`, lockFile(dir, "planted"))
+		cmd.Stdin = strings.NewReader(string(data))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("re-planting: %v: %s", err, out)
+		}
+		// As the kernel resolves it (filepath.Join would clean it lexically).
+		if resolved := strings.TrimSuffix(lockFile(dir, "planted"), ".lock") + ".tree." + lockID; !exists(resolved) {
+			t.Fatalf("the planted tree path %s does not reach the victim", resolved)
+		}
+		rootRun(t, dir)
+		if !exists(victim) {
+			t.Errorf("root's run removed %s, outside the lock dir, named by another user's lock_id", victim)
+		}
+	})
+	t.Run("negative control", func(t *testing.T) {
+		dir := plant(t, "plain")
+		tree := strings.TrimSuffix(lockFile(dir, "planted"), ".lock") + ".tree.plain"
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "touch", tree)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		rootRun(t, dir)
+		if exists(tree) {
+			t.Errorf("the reclaim left the dead holder's own tree file %s: the row's check could not see a removal", tree)
 		}
 	})
 }

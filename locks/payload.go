@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -57,7 +58,20 @@ func ParsePayload(data []byte) (Payload, error) {
 	if p.LockID == "" || p.ExpiresAt <= 0 {
 		return Payload{}, fmt.Errorf("%w: missing lock_id or expires_at", errBadPayload)
 	}
+	if p.Tree && !plainName(p.LockID) {
+		// The tree file's name is built from lock_id: one holding a "/"
+		// would name a file outside the lock dir, which a reclaimer (root,
+		// in a shared dir another user wrote to) would probe and remove.
+		// Such a payload names no tree file: its TTL and pid judge it.
+		p.Tree = false
+	}
 	return p, nil
+}
+
+// plainName: s can be the end of one file name — no "/", no NUL, short
+// enough for the 255-byte name limit with a key and ".tree." before it.
+func plainName(s string) bool {
+	return len(s) <= 160 && !strings.ContainsAny(s, "/\x00")
 }
 
 // Encode renders the payload as the lock file holds it: JSON and a newline.
