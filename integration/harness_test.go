@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/testenv"
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // defaultDeadline bounds one withlock run started by runWithlock.
@@ -145,15 +145,7 @@ func runCommand(t *testing.T, cmd *exec.Cmd, deadline time.Duration) (stdout, st
 	return stdout, stderr, code
 }
 
-// started is what the helpers know about a command started by startCommand.
-type started struct {
-	stdoutPath, stderrPath string        // "" when the caller set cmd.Stdout / cmd.Stderr
-	done                   chan struct{} // closed when Wait returned
-	state                  *os.ProcessState
-	waitErr                error
-}
-
-var startedCmds sync.Map // *exec.Cmd -> *started
+var startedCmds sync.Map // *exec.Cmd -> *execProc
 
 // startWithlock starts withlock with args in the background. Use waitExit for
 // its status and outputOf for what it printed so far; a command still running
@@ -165,115 +157,64 @@ func startWithlock(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// startCommand starts cmd in the background the way startWithlock does.
-// Unless the caller set them, stdout and stderr go to files, not pipes: a
-// descendant that outlives cmd would hold a pipe open and delay Wait, and
-// the exit that waitExit reports must be cmd's own.
+// startCommand starts cmd in the background with the one runner, launch
+// (scorecard_helpers_test.go), bound to t: a failed start fails the test,
+// and a command still running when the test ends is KILLed. Unless the
+// caller set them, stdout and stderr go to files in t's output directory.
 func startCommand(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	if cmd.Env == nil {
 		cmd.Env = testEnv(t)
 	}
-	s := &started{done: make(chan struct{})}
-	if cmd.Stdout == nil {
-		cmd.Stdout, s.stdoutPath = outputFile(t, "stdout")
+	p := launch(cmd, stateOf(t).outputDir)
+	if p.startErr != nil {
+		t.Fatalf("start %s: %v", cmd, p.startErr)
 	}
-	if cmd.Stderr == nil {
-		cmd.Stderr, s.stderrPath = outputFile(t, "stderr")
-	}
-	err := cmd.Start()
-	for _, w := range []any{cmd.Stdout, cmd.Stderr} {
-		if f, ok := w.(*os.File); ok && (f.Name() == s.stdoutPath || f.Name() == s.stderrPath) {
-			f.Close() // the child has its own copy
-		}
-	}
-	if err != nil {
-		t.Fatalf("start %s: %v", cmd, err)
-	}
-	startedCmds.Store(cmd, s)
-	go func() {
-		s.waitErr = cmd.Wait()
-		s.state = cmd.ProcessState
-		close(s.done)
-	}()
+	startedCmds.Store(cmd, p)
 	t.Cleanup(func() {
-		select {
-		case <-s.done:
-		default:
+		if !p.ended() {
 			_ = cmd.Process.Kill()
-			<-s.done
 		}
+		<-p.done
+		p.output() // closes and removes the output files
 		startedCmds.Delete(cmd)
 	})
 }
 
-// outputFile creates a file in t's output directory for a child's stdout or stderr.
-func outputFile(t *testing.T, kind string) (*os.File, string) {
+func startedOf(t *testing.T, cmd *exec.Cmd) *execProc {
 	t.Helper()
-	f, err := os.CreateTemp(stateOf(t).outputDir, kind+"-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, f.Name()
-}
-
-func startedOf(t *testing.T, cmd *exec.Cmd) *started {
-	t.Helper()
-	s, ok := startedCmds.Load(cmd)
+	p, ok := startedCmds.Load(cmd)
 	if !ok {
 		t.Fatalf("%s was not started by startCommand", cmd)
 	}
-	return s.(*started)
+	return p.(*execProc)
 }
 
 // waitExit waits up to deadline for cmd to end and returns its exit status
 // (128+N when killed by signal N). Past deadline it kills cmd and fails the test.
 func waitExit(t *testing.T, cmd *exec.Cmd, deadline time.Duration) int {
 	t.Helper()
-	s := startedOf(t, cmd)
-	select {
-	case <-s.done:
-	case <-time.After(deadline):
-		_ = cmd.Process.Kill()
-		<-s.done
-		stdout, stderr := outputOf(cmd)
-		t.Fatalf("%s still running after %v; killed it\nstdout: %s\nstderr: %s", cmd, deadline, stdout, stderr)
+	o, err := startedOf(t, cmd).wait(deadline)
+	if err != nil {
+		t.Fatalf("%v\nstdout: %s\nstderr: %s", err, o.stdout, o.stderr)
 	}
-	var exitErr *exec.ExitError
-	if s.waitErr != nil && !errors.As(s.waitErr, &exitErr) {
-		t.Fatalf("wait for %s: %v", cmd, s.waitErr)
-	}
-	return exitStatus(s.state)
+	return o.code
 }
 
 // exited reports whether cmd has ended, without waiting.
 func exited(t *testing.T, cmd *exec.Cmd) bool {
 	t.Helper()
-	select {
-	case <-startedOf(t, cmd).done:
-		return true
-	default:
-		return false
-	}
+	return startedOf(t, cmd).ended()
 }
 
 // outputOf returns what cmd has written so far to its captured stdout and
 // stderr ("" for a stream the caller redirected itself).
 func outputOf(cmd *exec.Cmd) (stdout, stderr string) {
-	v, ok := startedCmds.Load(cmd)
+	p, ok := startedCmds.Load(cmd)
 	if !ok {
 		return "", ""
 	}
-	s := v.(*started)
-	return readOutput(s.stdoutPath), readOutput(s.stderrPath)
-}
-
-func readOutput(path string) string {
-	if path == "" {
-		return ""
-	}
-	data, _ := os.ReadFile(path)
-	return string(data)
+	return p.(*execProc).outputSoFar()
 }
 
 // exitStatus is the shell's view of a process's end: its exit code, or 128+N
@@ -288,25 +229,12 @@ func exitStatus(state *os.ProcessState) int {
 // waitFor polls cond until it holds, failing the test after deadline.
 func waitFor(t *testing.T, deadline time.Duration, cond func() bool, what string) {
 	t.Helper()
-	if !pollUntil(deadline, cond) {
-		t.Fatalf("timed out after %v waiting for %s", deadline, what)
-	}
+	testwait.For(t, deadline, what, cond)
 }
 
-// pollUntil polls cond with a growing interval (1 ms to 50 ms) until it holds
-// or deadline passes, and reports whether it held.
-func pollUntil(deadline time.Duration, cond func() bool) bool {
-	end := time.Now().Add(deadline)
-	interval := time.Millisecond
-	for !cond() {
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(interval)
-		interval = min(2*interval, 50*time.Millisecond)
-	}
-	return true
-}
+// pollUntil polls cond until it holds or deadline passes, and reports
+// whether it held.
+func pollUntil(deadline time.Duration, cond func() bool) bool { return testwait.Until(deadline, cond) }
 
 // proc is a live process seen in /proc.
 type proc struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,12 +138,14 @@ func execWithlock(bin string, env []string, deadline time.Duration, args ...stri
 	return startProc(bin, env, args...).wait(deadline)
 }
 
-// execProc is a process started by startProc: safe to use from any
-// goroutine, never touching a *testing.T.
+// execProc is a process started by launch, the tests' one runner: safe to
+// use from any goroutine, never touching a *testing.T (startCommand binds
+// one to a test).
 type execProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *os.File // temp files, not pipes: a leftover holding a pipe would delay Wait
-	stdoutText     string   // what they held, once read
+	stdout, stderr *os.File // temp files, not pipes: a leftover holding a pipe would delay Wait; nil when the caller set the stream
+	outMu          sync.Mutex
+	stdoutText     string // what they held, once read
 	stderrText     string
 	start          time.Time
 	startErr       error
@@ -157,26 +160,38 @@ func startProc(bin string, env []string, args ...string) *execProc {
 }
 
 // startCmd starts cmd (made by newCmd and adjusted) the way startProc does.
-func startCmd(cmd *exec.Cmd) *execProc {
+func startCmd(cmd *exec.Cmd) *execProc { return launch(cmd, "") }
+
+// launch starts cmd with its stdout and stderr, unless the caller set them,
+// in temp files in dir ("" for the system's). A start failure is kept for
+// wait to report.
+func launch(cmd *exec.Cmd, dir string) *execProc {
 	p := &execProc{cmd: cmd, done: make(chan struct{})}
-	if p.stdout, p.startErr = os.CreateTemp("", "withlock-scorecard-stdout-"); p.startErr != nil {
+	fail := func(err error) *execProc {
+		p.startErr = err
+		p.output()
 		close(p.done)
 		return p
 	}
-	if p.stderr, p.startErr = os.CreateTemp("", "withlock-scorecard-stderr-"); p.startErr != nil {
-		closeOutput(p.stdout)
-		close(p.done)
-		return p
+	for _, s := range []struct {
+		w    *io.Writer
+		f    **os.File
+		kind string
+	}{{&cmd.Stdout, &p.stdout, "stdout"}, {&cmd.Stderr, &p.stderr, "stderr"}} {
+		if *s.w != nil {
+			continue
+		}
+		f, err := os.CreateTemp(dir, "withlock-"+s.kind+"-")
+		if err != nil {
+			return fail(err)
+		}
+		*s.f, *s.w = f, f
 	}
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.start = time.Now()
-	if p.startErr = p.cmd.Start(); p.startErr != nil {
-		closeOutput(p.stdout)
-		closeOutput(p.stderr)
-		close(p.done)
-		return p
+	if err := cmd.Start(); err != nil {
+		return fail(err)
 	}
-	go func() { p.waitErr = p.cmd.Wait(); close(p.done) }()
+	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
 	return p
 }
 
@@ -206,7 +221,8 @@ func (p *execProc) wait(deadline time.Duration) (outcome, error) {
 			<-p.done
 		}
 	}
-	o := outcome{elapsed: time.Since(p.start), stdout: readOutputOnce(&p.stdout, &p.stdoutText), stderr: readOutputOnce(&p.stderr, &p.stderrText)}
+	o := outcome{elapsed: time.Since(p.start)}
+	o.stdout, o.stderr = p.output()
 	if p.cmd.ProcessState == nil {
 		return o, fmt.Errorf("wait %s: %w", p.cmd, p.waitErr)
 	}
@@ -222,16 +238,38 @@ func (p *execProc) wait(deadline time.Duration) (outcome, error) {
 	return o, nil
 }
 
-// readOutputOnce reads and removes a process's output file the first time
-// and returns the saved text afterwards (wait may be called again).
-func readOutputOnce(f **os.File, text *string) string {
-	if *f == nil {
-		return *text
+// output reads and removes the process's output files the first time and
+// returns the saved text afterwards (wait may be called again).
+func (p *execProc) output() (stdout, stderr string) {
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	for _, o := range []struct {
+		f    **os.File
+		text *string
+	}{{&p.stdout, &p.stdoutText}, {&p.stderr, &p.stderrText}} {
+		if *o.f == nil {
+			continue
+		}
+		data, _ := os.ReadFile((*o.f).Name())
+		closeOutput(*o.f)
+		*o.f, *o.text = nil, string(data)
 	}
-	data, _ := os.ReadFile((*f).Name())
-	closeOutput(*f)
-	*f, *text = nil, string(data)
-	return *text
+	return p.stdoutText, p.stderrText
+}
+
+// outputSoFar is what the process has written to its output files up to
+// now, while it may still run.
+func (p *execProc) outputSoFar() (stdout, stderr string) {
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	read := func(f *os.File, text string) string {
+		if f == nil {
+			return text
+		}
+		data, _ := os.ReadFile(f.Name())
+		return string(data)
+	}
+	return read(p.stdout, p.stdoutText), read(p.stderr, p.stderrText)
 }
 
 func closeOutput(f *os.File) {

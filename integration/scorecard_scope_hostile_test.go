@@ -240,7 +240,8 @@ func TestScorecardScopeAllocationRemovedByHand(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 20*time.Second, func() bool {
-			return holder.ended() || strings.Contains(readOutput(holder.stderr.Name()), "scope allocation lost")
+			_, stderr := holder.outputSoFar()
+			return holder.ended() || strings.Contains(stderr, "scope allocation lost")
 		}, "the holder to find its scope lost")
 		if second.ended() {
 			t.Fatal("the second writer ended")

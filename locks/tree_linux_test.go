@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // TestHelperTreeHolder is a holder process for the tree tests: it takes
@@ -182,13 +184,7 @@ func TestProbeTree(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, what, cond)
 }
 
 // hasOpen reports whether process pid has path open.

@@ -1,6 +1,7 @@
 // Package testwait is the tests' one way to wait for a condition: poll it
-// until it holds, and fail the test when the deadline passes first. Tests
-// wait for what they need to see, never a fixed sleep.
+// until it holds, and fail the test (For) or report false (Until) when the
+// deadline passes first. Tests wait for what they need to see, never a
+// fixed sleep.
 package testwait
 
 import (
@@ -8,15 +9,26 @@ import (
 	"time"
 )
 
-// For polls cond every 5 ms until it holds; after d it fails t, naming
-// what was awaited.
+// For polls cond until it holds; after d it fails t, naming what was
+// awaited.
 func For(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !Until(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
+}
+
+// Until polls cond with a growing interval (1 ms to 50 ms) until it holds
+// or d passes, and reports whether it held. Safe from any goroutine.
+func Until(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	interval := time.Millisecond
+	for !cond() {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(interval)
+		interval = min(2*interval, 50*time.Millisecond)
+	}
+	return true
 }
