@@ -989,3 +989,56 @@ func TestScorecardHostileTreeNameOutsideDir(t *testing.T) {
 		}
 	})
 }
+
+// TestScorecardHostileSharedDirOrphanedTree (issues 15, 16): in a shared dir
+// uid 65534's withlock is killed with -9 while a setsid'd descendant of its
+// command runs on. Another user (65533) sees what root sees: the lock held
+// ("holder dead, command still running") — 75 and status "held" — because
+// the tree file is readable there and the probe needs only that. Before, it
+// was 0600: 65533's probe failed, the lock read as "stale (holder dead)"
+// and 65533 got 73 about uid 65534's guard.
+// Negative control: the withlock_notree build's lock reads as stale to
+// 65533, and the row's check sees it.
+func TestScorecardHostileSharedDirOrphanedTree(t *testing.T) {
+	needRoot(t)
+	const other = 65533
+	check := func(t *testing.T, bin string) (ok bool) {
+		dir := openDir(t, 0o777|os.ModeSticky)
+		work := openDir(t, 0o777)
+		started, stop := filepath.Join(work, "started"), filepath.Join(work, "stop")
+		script := `setsid sh -c 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$0" "$1" & wait`
+		holder := asUser(t, nobody, bin, "run", "--dir", dir, "orph", "--", "sh", "-c", script, started, stop)
+		startHolder(t, holder, started)
+		t.Cleanup(func() { os.WriteFile(stop, nil, 0o644) })
+		_ = holder.Process.Kill()
+		waitExit(t, holder, defaultDeadline)
+
+		ok = true
+		ran := filepath.Join(work, "ran")
+		_, stderr, code := runCommand(t, asUser(t, other, bin, append([]string{"run", "--dir", dir, "orph", "--"}, ranCmd(ran)...)...), defaultDeadline)
+		assertNoPanic(t, "uid 65533's run", stderr)
+		if code != 75 || exists(ran) || !strings.Contains(stderr, "command still running") {
+			t.Logf("uid 65533 beside uid 65534's orphaned tree: exit %d, ran %v: %s", code, exists(ran), stderr)
+			ok = false
+		}
+		stdout, _, _ := runCommand(t, asUser(t, other, bin, "status", "--dir", dir, "orph"), defaultDeadline)
+		if !strings.Contains(stdout, "held (holder dead, command still running") {
+			t.Logf("uid 65533's status: %q", stdout)
+			ok = false
+		}
+		return ok
+	}
+	t.Run("row", func(t *testing.T) {
+		if !check(t, withlockBin) {
+			t.Errorf("another user does not see uid 65534's orphaned tree hold its lock in a shared dir")
+		}
+	})
+	t.Run("negative control", func(t *testing.T) {
+		if !tagIsWired(t, tagNoTree) {
+			t.Fatalf("build tag %s selects no file: the control would prove nothing", tagNoTree)
+		}
+		if check(t, taggedBinary(t, tagNoTree)) {
+			t.Errorf("the build without tree files passed: the row cannot fail")
+		}
+	})
+}

@@ -407,7 +407,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 	lockID := randomID()
 	var tree *os.File
 	if !r.knobs().noTree && !testbuild.NoTree {
-		tree, err = createTree(treePath(lockPath, lockID))
+		tree, err = createTree(treePath(lockPath, lockID), r.lockMode())
 		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")
 		}

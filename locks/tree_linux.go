@@ -16,10 +16,13 @@ import (
 // that a command reusing a low number does not drop its hold on the tree.
 const inheritFrom = 100
 
-// createTree creates the tree file at path, locks it exclusively and makes
-// its descriptor inheritable (see tree.go).
-func createTree(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+// createTree creates the tree file at path with perm, locks it exclusively
+// and makes its descriptor inheritable (see tree.go). In a shared dir perm
+// lets other users read it, so their probe sees a running tree (a probe
+// needs only a read-only open; their shared lock cannot be had while ours
+// is held, and does not stop anyone's probe once it is not).
+func createTree(path string, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, err
 	}

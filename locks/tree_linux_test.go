@@ -163,7 +163,7 @@ func TestProbeTree(t *testing.T) {
 	if got := probeTree(path); got != TreeEnded {
 		t.Errorf("no file: %v, want ended", got)
 	}
-	f, err := createTree(path)
+	f, err := createTree(path, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,13 @@ package locks
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 )
 
 // Without flock(2) there is no tree file: only the TTL and the pid say
 // whether a lock is held.
-func createTree(path string) (*os.File, error)   { return nil, errors.ErrUnsupported }
-func probeTree(path string) TreeState            { return TreeUnknown }
-func awaitTreeEnd(path string) <-chan struct{}   { return nil }
-func treePids(path string) (pids []int, ok bool) { return nil, false }
+func createTree(path string, perm fs.FileMode) (*os.File, error) { return nil, errors.ErrUnsupported }
+func probeTree(path string) TreeState                            { return TreeUnknown }
+func awaitTreeEnd(path string) <-chan struct{}                   { return nil }
+func treePids(path string) (pids []int, ok bool)                 { return nil, false }
