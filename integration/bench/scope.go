@@ -31,8 +31,8 @@ func init() {
 		name:  "scope",
 		title: "withlock scope --allow P -- true with N live allocations in the registry (wall per run)",
 		unit:  "ms",
-		note: "the whole scoped command: start-up, register (every holder's liveness checked, the conflict check, the " +
-			"rewrite), `true`, release; the N holders are this bench process (pid and start time), so all are alive; " +
+		note: "the whole scoped command: start-up, register (every holder's pid checked, the overlapping ones in full, the " +
+			"conflict check, the rewrite), `true`, release; the N holders are this bench process (pid and start time), so all are alive; " +
 			"`withlock run` is one run's wall, the bar's unit",
 		runs:   func(b *bench) int { return b.scopeRuns },
 		warmup: true,

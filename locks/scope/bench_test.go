@@ -13,9 +13,10 @@ import (
 
 // BenchmarkRegisterRelease is one holder's start and exit with 100, 1,000
 // and 10,000 live allocations in the registry: two locked
-// read-modify-writes, the start checking every holder's liveness (kill +
-// /proc/<pid>/stat, one real check per allocation), the conflict check,
-// the backup and the in-place rewrite with fsync. The cost must grow
+// read-modify-writes, the start checking every holder's pid (kill(pid, 0),
+// one real check per allocation; none overlaps the request, so none is read
+// from /proc), the conflict check, the backup and the in-place rewrite with
+// fsync. The cost must grow
 // linearly with the allocations (issue 18): compare ns/op across sizes.
 //
 // "tmpfs" is where the registry lives by default (/run or /tmp; here

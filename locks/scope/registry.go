@@ -70,7 +70,9 @@ type Registry struct {
 	LockWait time.Duration
 	Log      zerolog.Logger
 	// Alive judges holders; nil means kill(pid, 0) (EPERM alive), not a
-	// zombie, and the start time recorded (processAlive).
+	// zombie, and the start time recorded (processAlive). A start asks it
+	// with the start time only of the holders that concern it, and of the
+	// others only whether the pid runs (start 0; nil: pidPresent).
 	Alive LiveFunc
 	// Now is the clock for created_at; nil means time.Now.
 	Now func() time.Time
@@ -99,6 +101,15 @@ func (f *Registry) alive(pid int, start uint64) bool {
 		return f.Alive(pid, start)
 	}
 	return processAlive(pid, start)
+}
+
+// present is the cheap check of a holder a start has no other question
+// for: does its pid run at all.
+func (f *Registry) present(pid int) bool {
+	if f.Alive != nil {
+		return f.Alive(pid, 0)
+	}
+	return pidPresent(pid)
 }
 
 func (f *Registry) now() time.Time {

@@ -1,10 +1,6 @@
 package scope
 
-import (
-	"runtime"
-	"slices"
-	"sync"
-)
+import "slices"
 
 // The delegation tree: who delegated to whom, and the rules that keep
 // scope_deny and delegated_from right whenever an allocation goes away
@@ -14,37 +10,72 @@ import (
 // scope back: each live descendant is re-parented to its nearest live
 // ancestor, and every scope_deny is recomputed, so with A→B→D and B dead, D
 // is delegated from A, A's deny is D's allow, and the rest of B's scope is
-// A's again. It returns the allocations removed.
+// A's again. It returns the allocations removed. Every holder is judged
+// with alive; a start judges fewer (reclaimFor).
 func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
-	return r.remove(judgeHolders(r.Allocations, alive))
+	gone := make([]bool, len(r.Allocations))
+	for i, a := range r.Allocations {
+		gone[i] = !alive(a.PID, a.PIDStart)
+	}
+	return r.remove(gone)
 }
 
-// sweepChunk is the fewest holders one goroutine judges: each judgement is
-// a couple of microseconds in the kernel, a goroutine costs less than one.
-const sweepChunk = 128
+// interest is what a start asks of the registry: the name it takes, the
+// parent it delegates from, the scopes it asks for.
+type interest struct {
+	name, parent string
+	allow        []Spec
+}
 
-// judgeHolders marks the allocations whose holder is gone. Judging is
-// system calls, independent per holder, so a large registry is swept by
-// up to GOMAXPROCS goroutines, all joined before it returns.
-func judgeHolders(allocs []Allocation, alive LiveFunc) []bool {
-	gone := make([]bool, len(allocs))
-	judge := func(from, to int) {
-		for i := from; i < to; i++ {
-			gone[i] = !alive(allocs[i].PID, allocs[i].PIDStart)
+// reclaimFor is the stale sweep of a start (seed 004: 起動 → stale 検出 →
+// 自動回収), judging each holder only as well as the start's answer needs:
+//   - every holder gets the seed's check, kill(pid, 0) (present): a pid no
+//     process has is reclaimed, whatever it held;
+//   - the holders whose liveness can change the answer — the allocation
+//     with the name asked for, the parent delegated from, and every
+//     allocation with a scope that overlaps one asked for — are judged in
+//     full (alive: zombie, start time, so a reused pid is reclaimed too).
+//     Only these can be a competitor, the parent, or the child of the
+//     parent that holds part of what is asked for (a child's allow lies in
+//     what it overlaps).
+//
+// A holder whose pid runs but is reused, and which overlaps nothing asked
+// for, stays until a start that it would stand in the way of judges it, or
+// until its pid ends: it admits or refuses no one meanwhile. The full check
+// reads /proc/<pid>/stat; kill(pid, 0) is one system call, so a start stays
+// cheap with thousands of holders that have nothing to do with it.
+func (r *Table) reclaimFor(w interest, alive LiveFunc, present func(pid int) bool) []Allocation {
+	gone := make([]bool, len(r.Allocations))
+	for i := range r.Allocations {
+		a := &r.Allocations[i]
+		if w.concerns(a) {
+			gone[i] = !alive(a.PID, a.PIDStart)
+		} else {
+			gone[i] = !present(a.PID)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), (len(allocs)+sweepChunk-1)/sweepChunk)
-	if workers <= 1 {
-		judge(0, len(allocs))
-		return gone
+	return r.remove(gone)
+}
+
+// concerns reports whether a's liveness can change the answer to w: it has
+// the name or is the parent asked for, or one of its scopes (any mode)
+// overlaps one asked for (any mode).
+func (w interest) concerns(a *Allocation) bool {
+	if a.Name == w.name || (w.parent != "" && a.Name == w.parent) {
+		return true
 	}
-	var wg sync.WaitGroup
-	per := (len(allocs) + workers - 1) / workers
-	for from := 0; from < len(allocs); from += per {
-		wg.Go(func() { judge(from, min(from+per, len(allocs))) })
+	for _, text := range a.ScopeAllow {
+		s, err := ParseSpec(text)
+		if err != nil {
+			return true // cannot tell: judge it in full
+		}
+		for _, q := range w.allow {
+			if overlaps(q, s) {
+				return true
+			}
+		}
 	}
-	wg.Wait()
-	return gone
+	return false
 }
 
 // Release removes the allocation with this name and pid (both must match:
