@@ -1042,3 +1042,53 @@ func TestScorecardHostileSharedDirOrphanedTree(t *testing.T) {
 		}
 	})
 }
+
+// TestScorecardHostileSemaphoreSharedDir (issue 17, SPEC §3, §6): --max works
+// in the shared dirs flock users know, as a plain run lock does — it was
+// refused there ("unsafe lock directory … mode 1777"). uid 65534 fills a
+// --max 2 semaphore in a root-owned sticky dir; its third run and root's get
+// 75; uid 65533 gets 73 naming the owner (a run id's files in a shared dir
+// are its first user's).
+// Negative control: the withlock_broken_slots build gives each holder a
+// slot of its own, and the third run runs beside the two.
+func TestScorecardHostileSemaphoreSharedDir(t *testing.T) {
+	needRoot(t)
+	const other = 65533
+	fill := func(t *testing.T, bin string) (dir, ran string, thirdRan bool) {
+		dir = openDir(t, 0o777|os.ModeSticky)
+		work := openDir(t, 0o777)
+		for i := range 2 {
+			started := filepath.Join(work, "started"+strconv.Itoa(i))
+			h := asUser(t, nobody, bin, append([]string{"run", "--dir", dir, "--max", "2", "sem", "--"}, holderCmd(started)...)...)
+			startHolder(t, h, started)
+			t.Cleanup(func() { stopHolder(t, h) })
+		}
+		ran = filepath.Join(work, "ran")
+		_, stderr, code := runCommand(t, asUser(t, nobody, bin, append([]string{"run", "--dir", dir, "--max", "2", "sem", "--"}, ranCmd(ran)...)...), defaultDeadline)
+		assertNoPanic(t, "third", stderr)
+		thirdRan = exists(ran)
+		if !thirdRan {
+			oneLine(t, "uid 65534's third run of a full --max 2", code, 75, stderr, ran, "sem")
+		}
+		return dir, ran, thirdRan
+	}
+	t.Run("row", func(t *testing.T) {
+		dir, ran, thirdRan := fill(t, withlockBin)
+		if thirdRan {
+			t.Fatalf("a third holder ran in a full --max 2 semaphore")
+		}
+		_, stderr, code := runWithlock(t, append([]string{"run", "--dir", dir, "--max", "2", "sem", "--"}, ranCmd(ran)...)...)
+		oneLine(t, "root's run of uid 65534's full semaphore", code, 75, stderr, ran, "sem")
+		_, stderr, code = runCommand(t, asUser(t, other, withlockBin, append([]string{"run", "--dir", dir, "--max", "2", "sem", "--"}, ranCmd(ran)...)...), defaultDeadline)
+		oneLine(t, "uid 65533's run of uid 65534's semaphore", code, 73, stderr, ran, "belongs to uid 65534")
+	})
+	t.Run("negative control", func(t *testing.T) {
+		const tag = "withlock_broken_slots"
+		if !tagIsWired(t, tag) {
+			t.Fatalf("build tag %s changes nothing: the control would prove nothing", tag)
+		}
+		if _, _, thirdRan := fill(t, taggedBinary(t, tag)); !thirdRan {
+			t.Errorf("the broken-slots build kept the third run out: the row cannot fail")
+		}
+	})
+}

@@ -188,7 +188,7 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	}
 	tmp := path + ".tmp." + randomID()
 	fsys := r.fsys()
-	if err := fsys.WriteNew(tmp, append(data, '\n'), 0o600); err != nil {
+	if err := fsys.WriteNew(tmp, append(data, '\n'), r.lockMode()); err != nil {
 		return err
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
@@ -224,9 +224,11 @@ func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
 // takes the lowest free slot. Busy is a result: the holders in the way are
 // returned (X's holder alone when it has X).
 func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*Holder, error) {
-	if err := EnsureDir(r.fsys(), r.Dir); err != nil {
+	shared, err := ensureLockDir(r.fsys(), r.Dir) // a shared sticky dir works as for a run lock
+	if err != nil {
 		return nil, nil, err
 	}
+	r.shared = shared
 	g, err := r.lockGuard(runID)
 	if err != nil {
 		return nil, nil, err
