@@ -539,3 +539,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
+
+// MaxMismatch is the error of a --max want against running holders of
+// --max have, for backends that keep N elsewhere (etcd).
+func MaxMismatch(runID string, want, have int, holder Holder) error {
+	return &MismatchError{RunID: runID, Want: semMeta{Mode: ModeMax, Max: want}, Have: semMeta{Mode: ModeMax, Max: have}, Holder: holder}
+}
+
+// MaxSlots is the largest --max.
+const MaxSlots = maxSharedSlots

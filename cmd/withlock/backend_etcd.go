@@ -46,6 +46,9 @@ func newEtcdBackend(c *cli.Context, log zerolog.Logger, command string, onWait f
 	}
 	l.Command = command
 	l.OnWait = onWait
+	if c.IsSet("max") {
+		return etcdSlotBackend{l, c.Int("max")}, nil // sem_etcd.go
+	}
 	return etcdBackend{l}, nil
 }
 
@@ -197,8 +200,11 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 	st := &statusReport{Dir: strings.Join(eps, ",") + l.Prefix, Now: epoch(now),
 		Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
 	for _, o := range owners {
-		st.Locks = append(st.Locks, etcdLockStatus(o, now))
+		ls := etcdLockStatus(o, now)
+		markSlot(&ls) // a semaphore slot: the user's run id and the slot (sem_status.go)
+		st.Locks = append(st.Locks, ls)
 	}
+	st.Semaphores = slotSummary(st.Locks)
 	return st
 }
 

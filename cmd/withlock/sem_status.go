@@ -174,3 +174,26 @@ func baseRunID(id string) string {
 	base, _, _, _ := locks.ParseSlotRunID(id)
 	return base
 }
+
+// slotSummary sums the slot holders among ls up per run id, for a backend
+// that keeps no size or waiter count of its own (etcd): max 0 and
+// waiters unknown.
+func slotSummary(ls []lockStatus) []semStatus {
+	out := []semStatus{}
+	index := map[string]int{}
+	for _, l := range ls {
+		if l.Slot < 0 {
+			continue
+		}
+		i, seen := index[l.RunID]
+		if !seen {
+			i = len(out)
+			index[l.RunID] = i
+			out = append(out, semStatus{RunID: l.RunID, Mode: l.Mode})
+		}
+		if l.State == "held" {
+			out[i].Holders++
+		}
+	}
+	return out
+}

@@ -118,12 +118,14 @@ func (l *Locker) MutexName(runID string) string {
 }
 
 var (
-	runIDEscaper   = strings.NewReplacer("%", "%25", "/", "%2F")
-	runIDUnescaper = strings.NewReplacer("%25", "%", "%2F", "/", "%2f", "/")
+	runIDEscaper   = strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
+	runIDUnescaper = strings.NewReplacer("%25", "%", "%2F", "/", "%2f", "/", "%00", "\x00")
 )
 
 // escapeRunID keeps a run id one key segment: a '/' in it would put its keys
-// under another run id's mutex prefix.
+// under another run id's mutex prefix. The NUL of a semaphore slot's derived
+// run id (locks.SlotRunID) becomes %00, so its keys and the child's
+// WITHLOCK_LOCK_KEY stay printable.
 func escapeRunID(runID string) string { return runIDEscaper.Replace(runID) }
 
 func unescapeRunID(s string) string { return runIDUnescaper.Replace(s) }
