@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,9 +88,9 @@ func prepareBinary(dir string) (string, error) {
 	return bin, nil
 }
 
-// mirroredBuildFlags gives the binary the -race and -tags this test binary
-// was built with, so `go test -race` also race-checks withlock itself and
-// `-tags etcd` reaches its etcd backend.
+// mirroredBuildFlags gives the binary the -race and -tags (testBinaryTags)
+// this test binary was built with, so `go test -race` also race-checks
+// withlock itself.
 func mirroredBuildFlags() []string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -97,12 +98,12 @@ func mirroredBuildFlags() []string {
 	}
 	var flags []string
 	for _, s := range info.Settings {
-		switch {
-		case s.Key == "-race" && s.Value == "true":
+		if s.Key == "-race" && s.Value == "true" {
 			flags = append(flags, "-race")
-		case s.Key == "-tags" && s.Value != "":
-			flags = append(flags, "-tags", s.Value)
 		}
+	}
+	if tags := testBinaryTags(); len(tags) > 0 {
+		flags = append(flags, "-tags", strings.Join(tags, ","))
 	}
 	return flags
 }
