@@ -73,7 +73,7 @@ type exclusionResult struct {
 }
 
 func TestScorecardMutualExclusion(t *testing.T) {
-	load := exclusionLoad{workers: 8, perWorker: scaled(40, 500), ttl: 30 * time.Second}
+	load := exclusionLoad{workers: 8, perWorker: scaled(20, 500), ttl: 30 * time.Second}
 	res := runExclusionLoad(t, load)
 	total := load.workers * load.perWorker
 	checkExclusion(t, res, total)
@@ -87,7 +87,7 @@ func TestScorecardMutualExclusion(t *testing.T) {
 // liveness (pidfd wake-up) shows as a gap of milliseconds. The bound of 5 s
 // separates the two mechanisms; it is not a speed claim.
 func TestScorecardMutualExclusionWithCrashes(t *testing.T) {
-	load := exclusionLoad{workers: 8, perWorker: scaled(25, 500), killP: 0.1, ttl: 30 * time.Second}
+	load := exclusionLoad{workers: 8, perWorker: scaled(12, 500), killP: 0.1, ttl: 30 * time.Second}
 	res := runExclusionLoad(t, load)
 	total := load.workers * load.perWorker
 	checkExclusion(t, res, total)

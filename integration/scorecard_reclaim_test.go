@@ -18,7 +18,7 @@ const holdUntilTerm = `trap 'exit 0' TERM; sleep 60 & wait`
 
 func TestScorecardStaleReclaimRace(t *testing.T) {
 	const reclaimers = 8
-	rounds := scaled(40, 200)
+	rounds := scaled(20, 200)
 	dir := filepath.Join(t.TempDir(), "locks")
 	env := testEnv(t)
 	for round := 0; round < rounds; round++ {

@@ -189,7 +189,7 @@ func (st semStress) report(t *testing.T, what string, workers, rounds int) {
 // slot, never a slot outside 0…2 (so never more than 3 at once), every slot
 // used, nothing but completed or killed runs.
 func TestScorecardSemaphoreMax3(t *testing.T) {
-	workers, rounds := 8, scaled(20, 200)
+	workers, rounds := 8, scaled(10, 200)
 	st := runSemStress(t, binary(t), workers, rounds, 3, 8)
 	st.report(t, "--max 3", workers, rounds)
 	for _, f := range st.failures {
@@ -229,7 +229,7 @@ func TestScorecardSemaphoreMax3Control(t *testing.T) {
 // (plain run) mixed, random SIGKILLs: never an exclusive holder with anyone
 // else, shared holders seen together, no wait running out.
 func TestScorecardSharedExclusiveMix(t *testing.T) {
-	workers, rounds := 8, scaled(20, 200)
+	workers, rounds := 8, scaled(10, 200)
 	st := runSemStress(t, binary(t), workers, rounds, 0, 8)
 	st.report(t, "--shared/exclusive", workers, rounds)
 	for _, f := range st.failures {

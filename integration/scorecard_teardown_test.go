@@ -167,7 +167,7 @@ func procStartTime(pid int) string {
 // spawns, or after. Every run must end with the lock free, no process of
 // its tree left (alive or zombie), and status 143.
 func TestScorecardStartupRace(t *testing.T) {
-	runs := scaled(50, 200)
+	runs := scaled(25, 200)
 	work := t.TempDir()
 	dir := filepath.Join(work, "locks")
 	env := testEnv(t)
