@@ -627,6 +627,30 @@ func TestScorecardHostileFewDescriptors(t *testing.T) {
 	if !exists(filepath.Join(work, "ran64")) {
 		t.Errorf("ulimit -n 64 did not run the command")
 	}
+	// The commands that supervise nothing: 73 and one line, or their
+	// normal result — before, ulimit -n 6 or 7 aborted them in the Go
+	// runtime ("netpollinit failed", a goroutine dump, exit 2).
+	for _, args := range [][]string{{"status", "--dir", dir}, {"gc", "--dir", dir}, {"break", "--dir", dir, "fd64"}} {
+		worked := false
+		for _, n := range []int{5, 6, 7, 8, 10, 16, 64} {
+			what := fmt.Sprintf("ulimit -n %d: %s", n, args[0])
+			cmd := exec.Command("bash", append([]string{"-c", `ulimit -n "$1" && shift && exec "$0" "$@"`, withlockBin, strconv.Itoa(n)}, args...)...)
+			cmd.Env = testEnv(t)
+			_, stderr, code := runCommand(t, cmd, defaultDeadline)
+			assertNoPanic(t, what, stderr)
+			switch {
+			case code == 73 && strings.Contains(stderr, "ulimit -n"):
+				oneLine(t, what, code, 73, stderr, "", "too few file descriptors")
+			case code == 0:
+				worked = worked || n == 64
+			default:
+				t.Errorf("%s: exit %d: %s", what, code, stderr)
+			}
+		}
+		if !worked {
+			t.Errorf("%s under ulimit -n 64 did not work", args[0])
+		}
+	}
 }
 
 // TestScorecardHostileFullDisk (issue 16): a lock dir on a tiny tmpfs with

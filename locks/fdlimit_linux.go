@@ -21,6 +21,12 @@ var ErrFewDescriptors = errors.New("too few file descriptors")
 // and the two reserved for the release — with a few to spare.
 const spareDescriptors = 16
 
+// readerDescriptors is how many a command that supervises nothing (status,
+// gc, break) needs beyond those open: Go's poller (epoll, eventfd), the
+// file it reads at a time. Past that, a shortage is an EMFILE on one file,
+// reported as such, not the runtime's abort.
+const readerDescriptors = 3
+
 // countBelow is the limit under which the open descriptors are counted
 // (one read of /proc/self/fd) instead of taken to be the few a process
 // starts with: only a parent leaking hundreds of descriptors into us could
@@ -39,20 +45,8 @@ var reserve struct {
 // It must run before anything starts Go's poller: below the limit that
 // needs, the runtime would abort the process.
 func ReserveDescriptors() error {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return nil // cannot tell: go on as before
-	}
-	if lim.Cur < countBelow {
-		open := openDescriptors()
-		if open < 0 || uint64(open)+spareDescriptors > lim.Cur {
-			inUse := "all"
-			if open >= 0 {
-				inUse = strconv.Itoa(open)
-			}
-			return fmt.Errorf("%w: the open-file limit is %d (ulimit -n) with %s in use; withlock needs %d more to run the command and always release its lock: raise it (ulimit -n 64)",
-				ErrFewDescriptors, lim.Cur, inUse, spareDescriptors)
-		}
+	if err := checkDescriptors(spareDescriptors, "to run the command and always release its lock"); err != nil {
+		return err
 	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -62,6 +56,34 @@ func ReserveDescriptors() error {
 	reserve.fds, reserve.set = p, true
 	reserve.Unlock()
 	return nil
+}
+
+// CheckDescriptors is ReserveDescriptors for a command that supervises
+// nothing and holds no lock (status, gc, break): it only checks that the
+// limit leaves the few it needs, so that a tiny `ulimit -n` is one line and
+// 73, never the Go runtime's abort ("netpollinit failed"). It must run
+// before anything starts Go's poller.
+func CheckDescriptors() error {
+	return checkDescriptors(readerDescriptors, "to run")
+}
+
+// checkDescriptors fails when fewer than spare descriptors are left under
+// the open-file limit; purpose says what for, in the message.
+func checkDescriptors(spare int, purpose string) error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= countBelow {
+		return nil // cannot tell, or plenty: go on
+	}
+	open := openDescriptors(int(lim.Cur))
+	if open >= 0 && uint64(open)+uint64(spare) <= lim.Cur {
+		return nil
+	}
+	inUse := "all"
+	if open >= 0 {
+		inUse = strconv.Itoa(open)
+	}
+	return fmt.Errorf("%w: the open-file limit is %d (ulimit -n) with %s in use; withlock needs %d more %s: raise it (ulimit -n 64)",
+		ErrFewDescriptors, lim.Cur, inUse, spare, purpose)
 }
 
 // FreeReserve closes the descriptors ReserveDescriptors set aside.
@@ -75,9 +97,11 @@ func FreeReserve() {
 	}
 }
 
-// openDescriptors counts this process's open descriptors, -1 when it
-// cannot (the count itself needs one: none left is a count of "too many").
-func openDescriptors() int {
+// openDescriptors counts this process's open descriptors numbered below
+// limit — those above it (a parent's fd 251) take no room a new one could
+// have —, -1 when it cannot (the count itself needs one: none left is a
+// count of "too many").
+func openDescriptors(limit int) int {
 	fd, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1
@@ -85,6 +109,7 @@ func openDescriptors() int {
 	defer unix.Close(fd)
 	n := 0
 	buf := make([]byte, 4096)
+	var names []string
 	for {
 		got, err := unix.ReadDirent(fd, buf)
 		if err != nil {
@@ -93,8 +118,12 @@ func openDescriptors() int {
 		if got == 0 {
 			break
 		}
-		_, count, _ := unix.ParseDirent(buf[:got], -1, nil)
-		n += count
+		_, _, names = unix.ParseDirent(buf[:got], -1, names[:0])
+		for _, name := range names {
+			if k, err := strconv.Atoi(name); err == nil && k < limit && k != fd {
+				n++ // not the directory's own descriptor
+			}
+		}
 	}
-	return n - 1 // the directory's own descriptor
+	return n
 }

@@ -12,11 +12,15 @@ import (
 // a Go runtime crash ("netpollinit failed" under ulimit -n 6) or a lock
 // that cannot be released (ulimit -n 9) — and otherwise it sets aside the
 // descriptors a release needs, handed back by freeReserve just before it.
+//
+// Every other command only checks that the few descriptors it needs are
+// there, for the same one line instead of the runtime's abort.
 func reserveDescriptors(args []string) error {
-	if !supervisesCommand(args) {
-		return nil
+	check := locks.CheckDescriptors
+	if supervisesCommand(args) {
+		check = locks.ReserveDescriptors
 	}
-	if err := locks.ReserveDescriptors(); err != nil {
+	if err := check(); err != nil {
 		return exitWith(exitCantCreate, err)
 	}
 	return nil
