@@ -69,10 +69,10 @@ func barSpecs(b *bench) []barSpec {
 		{"hand-off latency", "× go-floor", 1.25, ratio("handoff", "withlock", "handoff", "go-floor")},
 		{"CPU while waiting", "CPU-s / 10 s", 0.05, func(r benchReport) (float64, string, bool) {
 			v, ok := r.median("waiting", "withlock")
-			if !ok || waitSeconds <= 0 {
+			if !ok {
 				return 0, "", false
 			}
-			return v / 1000 * 10 / waitSeconds, fmt.Sprintf("%s ms CPU in a %gs wait", num(v), waitSeconds), true
+			return v / 1000, fmt.Sprintf("%s ms CPU per 10 s blocked in a %gs wait (start-up not counted)", num(v), waitSeconds), true
 		}},
 		{fmt.Sprintf("private memory (USS) per queued waiter, %d queued", b.queuedWaiters), "MiB", 1.5, func(r benchReport) (float64, string, bool) {
 			v, ok := r.median("queued", "withlock")

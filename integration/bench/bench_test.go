@@ -285,14 +285,53 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 	}
 }
 
-// TestWaitingBarScalesToTenSeconds: 10 ms CPU in a 5 s wait is 0.02 CPU-s
-// per 10 s.
-func TestWaitingBarScalesToTenSeconds(t *testing.T) {
-	r := benchReport{Sections: []sectionResult{result(section{name: "waiting"}, []*tool{{name: "withlock", samples: []float64{10}}})}}
-	for _, bar := range evaluate(r, barSpecs(&bench{wait: 5 * time.Second})) {
-		if bar.Unit == "CPU-s / 10 s" && (bar.Value != 0.02 || bar.Verdict != "PASS") {
-			t.Errorf("waiting bar = %v %s, want 0.02 PASS", bar.Value, bar.Verdict)
+// TestWaitingBarIsCPUSecondsPerTenSeconds: the section reports ms of CPU
+// per 10 s of waiting; 20 ms is 0.02 CPU-s per 10 s, 60 ms fails.
+func TestWaitingBarIsCPUSecondsPerTenSeconds(t *testing.T) {
+	for _, c := range []struct {
+		ms      float64
+		want    float64
+		verdict string
+	}{{20, 0.02, "PASS"}, {60, 0.06, "FAIL"}} {
+		r := benchReport{Sections: []sectionResult{result(section{name: "waiting"}, []*tool{{name: "withlock", samples: []float64{c.ms}}})}}
+		found := false
+		for _, bar := range evaluate(r, barSpecs(&bench{wait: 5 * time.Second})) {
+			if bar.Unit == "CPU-s / 10 s" {
+				found = true
+				if bar.Value != c.want || bar.Verdict != c.verdict {
+					t.Errorf("waiting bar from %v ms = %v %s, want %v %s", c.ms, bar.Value, bar.Verdict, c.want, c.verdict)
+				}
+			}
 		}
+		if !found {
+			t.Fatal("no waiting bar")
+		}
+	}
+}
+
+// TestWaitCPUCountsOnlyTheWait: a sleeper's figure is near 0; a spinner's
+// (never quiet, measured from blockedBy) is near 10,000 ms per 10 s, so the
+// figure can fail; start-up does not count (a shell that burns 300 ms of CPU
+// at start, then sleeps, is measured once quiet).
+func TestWaitCPUCountsOnlyTheWait(t *testing.T) {
+	t.Parallel()
+	b := &bench{env: benchEnv()}
+	sleeper, err := b.waitCPUOf(0, "sh", "-c", "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 3")(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sleeper > 200 {
+		t.Errorf("a sleeper after a busy start: %.1f ms CPU per 10 s, want near 0", sleeper)
+	}
+	spinner, err := b.waitCPUOf(0, "bash", "-c", "while [ $SECONDS -lt 4 ]; do :; done")(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spinner < 2000 {
+		t.Errorf("a spinner: %.1f ms CPU per 10 s, want most of 10,000", spinner)
+	}
+	if _, err := b.waitCPUOf(0, "true")(0); err == nil {
+		t.Error("a process that exits at once was measured")
 	}
 }
 
