@@ -18,9 +18,16 @@ func (r *RunLocker) requestHold(runID string) *holdRequest {
 	if err != nil {
 		return nil
 	}
+	return queueExclusive(f)
+}
+
+// queueExclusive queues for an exclusive flock of f, which it then owns:
+// granted before it returns when free at once; nil (f closed) when f
+// cannot be locked at all.
+func queueExclusive(f *os.File) *holdRequest {
 	h := &holdRequest{f: f, granted: make(chan struct{})}
 	fd := int(f.Fd())
-	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	err := flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	if err == nil {
 		h.grant(nil)
 		return h

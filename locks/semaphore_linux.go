@@ -2,7 +2,6 @@ package locks
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,19 +28,7 @@ func (r *RunLocker) requestQueue(runID string) *holdRequest {
 	if err != nil {
 		return nil
 	}
-	h := &holdRequest{f: f, granted: make(chan struct{})}
-	fd := int(f.Fd())
-	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-	if err == nil {
-		h.grant(nil)
-		return h
-	}
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
-		return nil
-	}
-	go func() { h.grant(flock(fd, unix.LOCK_EX)) }()
-	return h
+	return queueExclusive(f)
 }
 
 // markWaiting counts this process among runID's slot waiters until the
