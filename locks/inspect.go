@@ -171,14 +171,13 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 		}
 		rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
 	}
-	names, err := listNames(r.Dir)
+	// Only the named run ids' files are wanted: pick them out of the
+	// listing before ordering them, not all of a large dir's names.
+	names, err := listNames(r.Dir, func(name string) bool { return len(name) >= 65 && keys[name[:64]] })
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		if len(name) < 65 || !keys[name[:64]] {
-			continue
-		}
 		if kind, ok := leftoverKind(name); ok {
 			rep.Leftovers = append(rep.Leftovers, r.inspectLeftover(filepath.Join(r.Dir, name), kind))
 		}
@@ -187,8 +186,9 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	return rep, nil
 }
 
-// listNames lists dir's entry names in order, without a stat of each.
-func listNames(dir string) ([]string, error) {
+// listNames lists the names in dir that keep accepts, in order, without a
+// stat of each.
+func listNames(dir string, keep func(name string) bool) ([]string, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
@@ -198,6 +198,7 @@ func listNames(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	names = slices.DeleteFunc(names, func(name string) bool { return !keep(name) })
 	sort.Strings(names)
 	return names, nil
 }
