@@ -72,21 +72,7 @@ func TestScorecardClockStepLiveHolder(t *testing.T) {
 		if os.Geteuid() == 0 && exec.Command("unshare", "--pid", "--fork", "true").Run() == nil {
 			prefixes["a pid namespace without its own /proc"] = []string{"unshare", "--pid", "--fork"}
 		}
-		for name, prefix := range prefixes {
-			ran := filepath.Join(t.TempDir(), "ran")
-			argv := append(append(prefix, bin, "run", "--dir", dir, "step", "--"), ranCmd(ran)...)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = testEnv(t)
-			_, stderr, code := runCommand(t, cmd, defaultDeadline)
-			assertNoPanic(t, name, stderr)
-			if exists(ran) {
-				doubles++
-				t.Logf("%s: ran beside the live holder (exit %d)", name, code)
-			} else if code != 75 {
-				t.Errorf("%s: exit %d, want 75\n%s", name, code, stderr)
-			}
-		}
-		return doubles
+		return contendBeside(t, bin, dir, "step", prefixes)
 	}
 	t.Run("row", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "locks")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -528,21 +529,7 @@ func TestScorecardHostilePidNamespace(t *testing.T) {
 			"a namespace with its own /proc":          {"unshare", "--pid", "--fork", "--mount-proc"},
 			"the host":                                nil,
 		}
-		for name, prefix := range contenders {
-			ran := filepath.Join(work, "ran")
-			argv := append(append(prefix, bin, "run", "--dir", dir, "ns", "--"), ranCmd(ran)...)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = testEnv(t)
-			_, stderr, code := runCommand(t, cmd, defaultDeadline)
-			assertNoPanic(t, name, stderr)
-			if exists(ran) {
-				doubles++
-				t.Logf("%s: ran beside the live holder (exit %d)", name, code)
-			} else if code != 75 {
-				t.Errorf("%s: exit %d, want 75\n%s", name, code, stderr)
-			}
-			os.Remove(ran)
-		}
+		doubles = contendBeside(t, bin, dir, "ns", contenders)
 		// unshare does not pass TERM on; killed, it has its child (withlock,
 		// the namespace's init) sent TERM (--kill-child), which releases.
 		_ = holder.Process.Kill()
@@ -1115,4 +1102,27 @@ func TestScorecardHostileSemaphoreSharedDir(t *testing.T) {
 			t.Errorf("the broken-slots build kept the third run out: the row cannot fail")
 		}
 	})
+}
+
+// contendBeside runs `withlock run runID` under each contender's command
+// prefix (nil: straight from the host) while runID has a live holder, and
+// counts the contenders whose command ran beside it; one that did not run
+// must have exited 75.
+func contendBeside(t *testing.T, bin, dir, runID string, contenders map[string][]string) (doubles int) {
+	t.Helper()
+	for name, prefix := range contenders {
+		ran := filepath.Join(t.TempDir(), "ran")
+		argv := append(append(slices.Clip(prefix), bin, "run", "--dir", dir, runID, "--"), ranCmd(ran)...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = testEnv(t)
+		_, stderr, code := runCommand(t, cmd, defaultDeadline)
+		assertNoPanic(t, name, stderr)
+		if exists(ran) {
+			doubles++
+			t.Logf("%s: ran beside the live holder (exit %d)", name, code)
+		} else if code != 75 {
+			t.Errorf("%s: exit %d, want 75\n%s", name, code, stderr)
+		}
+	}
+	return doubles
 }
