@@ -184,6 +184,22 @@ func (st semStress) report(t *testing.T, what string, workers, rounds int) {
 		what, workers, rounds, st.wall.Round(time.Millisecond), st.acquisitions, st.kills, st.conflicts, len(st.violations), slots, st.slots, st.peak, st.readerPeak, st.exclusives)
 }
 
+// checkRow fails t on what every semaphore row forbids: a run that ended
+// other than completed or killed, an exclusion violation, no kill at all
+// (the row did not test crashes), a --wait that ran out.
+func (st semStress) checkRow(t *testing.T) {
+	t.Helper()
+	for _, f := range st.failures {
+		t.Error(f)
+	}
+	if len(st.violations) > 0 {
+		t.Errorf("%d exclusion violations, first: %s", len(st.violations), st.violations[0])
+	}
+	if st.kills == 0 || st.conflicts > 0 {
+		t.Errorf("%d kills, %d conflicts: want some kills and no --wait running out", st.kills, st.conflicts)
+	}
+}
+
 // Scorecard: 8 processes × N acquisitions of `run --max 3` with random
 // SIGKILLs of holders whose grandchildren run on: never two holders of a
 // slot, never a slot outside 0…2 (so never more than 3 at once), every slot
@@ -192,12 +208,7 @@ func TestScorecardSemaphoreMax3(t *testing.T) {
 	workers, rounds := 8, scaled(10, 200)
 	st := runSemStress(t, binary(t), workers, rounds, 3, 8)
 	st.report(t, "--max 3", workers, rounds)
-	for _, f := range st.failures {
-		t.Error(f)
-	}
-	if len(st.violations) > 0 {
-		t.Errorf("%d exclusion violations, first: %s", len(st.violations), st.violations[0])
-	}
+	st.checkRow(t)
 	for _, k := range []string{"0", "1", "2"} {
 		if st.slots[k] == 0 {
 			t.Errorf("slot %s never used: %v", k, st.slots)
@@ -205,9 +216,6 @@ func TestScorecardSemaphoreMax3(t *testing.T) {
 	}
 	if len(st.slots) != 3 || st.peak > 3 {
 		t.Errorf("slots %v, peak %d: want exactly 0, 1, 2 and at most 3 at once", st.slots, st.peak)
-	}
-	if st.kills == 0 || st.conflicts > 0 {
-		t.Errorf("%d kills, %d conflicts: want some kills and no --wait running out", st.kills, st.conflicts)
 	}
 }
 
@@ -232,17 +240,9 @@ func TestScorecardSharedExclusiveMix(t *testing.T) {
 	workers, rounds := 8, scaled(10, 200)
 	st := runSemStress(t, binary(t), workers, rounds, 0, 8)
 	st.report(t, "--shared/exclusive", workers, rounds)
-	for _, f := range st.failures {
-		t.Error(f)
-	}
-	if len(st.violations) > 0 {
-		t.Errorf("%d exclusion violations, first: %s", len(st.violations), st.violations[0])
-	}
+	st.checkRow(t)
 	if st.readerPeak < 2 || st.exclusives == 0 {
 		t.Errorf("shared holders at once %d, exclusive sections %d: want both kinds, shared together", st.readerPeak, st.exclusives)
-	}
-	if st.kills == 0 || st.conflicts > 0 {
-		t.Errorf("%d kills, %d conflicts: want some kills and no --wait running out", st.kills, st.conflicts)
 	}
 }
 
