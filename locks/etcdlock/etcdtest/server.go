@@ -7,10 +7,12 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,10 +45,22 @@ type Options struct {
 }
 
 // Start configures a server and starts it; it stops at the end of the test.
+// The ports were free when picked, but another process can take one before
+// etcd or its proxy binds it (parallel test packages do): then it starts
+// again on new ports, which nobody was pointed at yet.
 func Start(t testing.TB, o Options) *Server {
-	s := New(t, o)
-	s.Start(t)
-	return s
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s := New(t, o)
+		err := s.Launch()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; starting again on other ports", attempt, err)
+	}
 }
 
 // New picks free ports and a data dir but does not start the server, so a
