@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -23,11 +22,19 @@ import (
 // first holder writes it, and a holder with another size is refused while
 // any slot of the recorded size is held.
 //
-// Unlike the file backend, a waiter polls the slots (capped backoff with
-// jitter, 100 ms to 2 s) rather than watching them, and waiters are not
-// lined up: each freed slot goes to whichever waiter tries first.
+// A waiter reads the slots' keys (one range), tries the free ones, and
+// when none is left watches the range for a deletion from the revision it
+// read: a slot freed after the read wakes it, one freed before was seen
+// free. Waiters are not lined up: each freed slot goes to whichever waiter
+// tries first, and the others (woken too) find it taken and watch again.
 
 func (l *Locker) maxKey(runID string) string { return l.MutexName(runID) + "%00max" }
+
+// slotsPrefix is the range of every slot's keys of runID: the derived run
+// ids <runID>\x00max <k>, escaped.
+func (l *Locker) slotsPrefix(runID string) string {
+	return l.MutexName(runID) + "%00" + string(locks.ModeMax) + " "
+}
 
 // AcquireSlot takes one of max slots of runID, waiting up to wait (< 0:
 // forever; 0: one round). It returns the slot's lock and number.
@@ -39,10 +46,21 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	if err := l.agreeMax(ctx, runID, max); err != nil {
 		return nil, 0, err
 	}
+	cl, err := l.newClient()
+	if err != nil {
+		return nil, 0, l.unavailable(err)
+	}
+	defer cl.Close()
 	pause := 100 * time.Millisecond
 	for {
-		held := make([]locks.Holder, 0, max)
-		for k := 0; k < max; k++ {
+		owners, rev, err := l.slotOwners(ctx, cl, runID, max)
+		if err != nil {
+			return nil, 0, err
+		}
+		for k, o := range owners {
+			if o != nil {
+				continue
+			}
 			lock, err := l.Acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0)
 			if err == nil {
 				return lock, k, nil
@@ -50,29 +68,120 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			if !errors.Is(err, locks.ErrHeld) {
 				return nil, 0, err
 			}
-			var he *locks.HeldError
-			if errors.As(err, &he) {
-				held = append(held, he.Holder)
-			} else {
-				held = append(held, locks.Holder{})
+			// Taken just now: its owner is named below; our key's
+			// deletion wakes the watch once, and the next read sees it held.
+			owners[k] = heldOwner(err)
+		}
+		held := make([]locks.Holder, len(owners))
+		for k, o := range owners {
+			if o.Holder != nil {
+				held[k] = *o.Holder
 			}
 		}
 		waited := time.Since(start)
 		if wait >= 0 && waited >= wait {
 			return nil, 0, &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
-		if l.OnWait != nil {
-			l.OnWait(&held[0], waited)
-		}
 		left := time.Duration(0)
 		if wait >= 0 {
 			left = wait - waited
 		}
-		d := pause*3/4 + rand.N(pause/2+1)
-		if !sleep(ctx, d, left) {
+		report := func() {
+			if l.OnWait != nil {
+				l.OnWait(&held[0], time.Since(start))
+			}
+		}
+		switch woke, err := awaitDelete(ctx, cl, l.slotsPrefix(runID), rev+1, left, report); {
+		case ctx.Err() != nil:
+			return nil, 0, context.Cause(ctx)
+		case woke:
+			pause = 100 * time.Millisecond
+		default:
+			// The watch ended without a deletion (the wait ran out, or
+			// the cluster cancelled it): look again, pausing only after
+			// a fault.
+			if err != nil && !sleep(ctx, pause, left) {
+				return nil, 0, context.Cause(ctx)
+			}
+			pause = min(2*pause, 2*time.Second)
+		}
+	}
+}
+
+// heldOwner is the owner an Acquire's ErrHeld names.
+func heldOwner(err error) *Owner {
+	var he *locks.HeldError
+	if errors.As(err, &he) {
+		return &Owner{RunID: he.RunID, Key: he.Holder.Path, Holder: &he.Holder, TTL: -1}
+	}
+	var oe *OtherClientError
+	if errors.As(err, &oe) && oe.Owner != nil {
+		return oe.Owner
+	}
+	return &Owner{TTL: -1}
+}
+
+// slotOwners reads the keys of runID's max slots in one range: the owner
+// of each slot (nil: free) and the revision read at.
+func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID string, max int) ([]*Owner, int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	defer cancel()
+	resp, err := cl.Get(rctx, l.slotsPrefix(runID), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil, 0, context.Cause(ctx)
 		}
-		pause = min(2*pause, 2*time.Second)
+		return nil, 0, l.unavailable(err)
+	}
+	owners := make([]*Owner, max)
+	for _, kv := range resp.Kvs {
+		id, _, ok := splitKey(l.prefix(), string(kv.Key))
+		if !ok {
+			continue
+		}
+		base, mode, k, ok := locks.ParseSlotRunID(id)
+		if !ok || base != runID || mode != locks.ModeMax || k >= max || owners[k] != nil {
+			continue
+		}
+		owners[k] = ownerFromKV(id, kv) // oldest first: the slot's owner
+	}
+	return owners, resp.Header.Revision, nil
+}
+
+// awaitDelete watches the keys under prefix from revision rev until one is
+// deleted (woke true), left runs out (left 0: no limit), ctx ends, or the
+// cluster ends the watch (err says why). report is called once at the
+// start and then about once a second, without asking the cluster.
+func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, left time.Duration, report func()) (woke bool, err error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	if left > 0 {
+		wctx, cancel = context.WithTimeout(clientv3.WithRequireLeader(ctx), left)
+	}
+	defer cancel()
+	events := cl.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut())
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	report()
+	for {
+		select {
+		case resp, ok := <-events:
+			switch {
+			case !ok:
+				if wctx.Err() != nil {
+					return false, nil
+				}
+				return false, errors.New("watch closed")
+			case resp.Canceled || resp.Err() != nil:
+				return false, fmt.Errorf("watch cancelled: %w", resp.Err())
+			case len(resp.Events) > 0:
+				return true, nil
+			}
+		case <-tick.C:
+			report()
+		case <-wctx.Done():
+			return false, nil
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/etcdlock"
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
 )
 
@@ -72,7 +73,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		t.Errorf("waiter got slot %d, want the freed %d", slot, ka)
 	}
 	if took := time.Since(released); took > 5*time.Second {
-		t.Errorf("waiter got the slot %v after the release; the poll is at most 2 s ± 25 %%", took)
+		t.Errorf("waiter got the slot %v after the release; its watch should wake it at once", took)
 	}
 	b.Release()
 	// No holder left: another size takes over.
@@ -81,4 +82,60 @@ func TestSemaphoreSlots(t *testing.T) {
 		t.Fatalf("--max 3 once the --max 2 holders left: %v", err)
 	}
 	c.Release()
+}
+
+// A --max waiter waits by watch: while both slots stay held it sends the
+// cluster no request at all for 2 s (a poll, even at the old 2 s cap, makes
+// a lease grant, a transaction and a revoke per slot per round), and a
+// release wakes it at once.
+func TestSemaphoreWaiterWatches(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	l := newLocker(s)
+	ctx := context.Background()
+	var locks2 [2]*etcdlock.Lock
+	for i := range locks2 {
+		lock, _, err := l.AcquireSlot(ctx, "w", 2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks2[i] = lock
+		defer lock.Release()
+	}
+	w := newLocker(s)
+	reports := make(chan struct{}, 100)
+	w.OnWait = func(*locks.Holder, time.Duration) { reports <- struct{}{} }
+	got := make(chan error, 1)
+	go func() {
+		lock, _, err := w.AcquireSlot(ctx, "w", 2, time.Minute)
+		if err == nil {
+			lock.Release()
+		}
+		got <- err
+	}()
+	<-reports // the waiter has found both slots held and watches
+	before := etcdtest.Requests(t)
+	window := time.NewTimer(2 * time.Second)
+	nReports := 0
+	for done := false; !done; {
+		select {
+		case <-reports:
+			nReports++
+		case <-window.C:
+			done = true
+		}
+	}
+	if sent := etcdtest.RequestsSince(t, before); len(sent) > 0 {
+		t.Errorf("a waiting --max waiter sent %v in 2 s; want none (it polls)", sent)
+	}
+	if nReports == 0 {
+		t.Error("OnWait was not called during 2 s of waiting; want about once a second")
+	}
+	released := time.Now()
+	if err := locks2[0].Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("slot handed on %v after the release", time.Since(released))
 }
