@@ -140,10 +140,13 @@ func (rep *DirReport) dropLiveTrees() {
 	rep.Leftovers = slices.DeleteFunc(rep.Leftovers, func(l Leftover) bool { return live[l.Path] })
 }
 
-// InspectRuns is Inspect for the named run ids only: it reads their lock
-// files and lists the directory's names for their leftovers, without
-// opening any other file (a directory of 10,000 locks costs one listing).
-// A run id without a lock file is not in Locks.
+// InspectRuns is Inspect for the named run ids only: it opens their lock
+// files (and, to judge them, the tree files their payloads name) by the
+// names derived from the run ids, and never lists the directory, so its
+// cost does not grow with the locks beside them (issue 18: a directory of
+// 10,000 locks). The files waiting for gc are not in the report: their
+// names hold a time or a random part, and only a listing finds them
+// (Inspect, `withlock gc`). A run id without a lock file is not in Locks.
 func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
 	fi, err := r.fsys().Lstat(r.Dir)
@@ -171,36 +174,7 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 		}
 		rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
 	}
-	// Only the named run ids' files are wanted: pick them out of the
-	// listing before ordering them, not all of a large dir's names.
-	names, err := listNames(r.Dir, func(name string) bool { return len(name) >= 65 && keys[name[:64]] })
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		if kind, ok := leftoverKind(name); ok {
-			rep.Leftovers = append(rep.Leftovers, r.inspectLeftover(filepath.Join(r.Dir, name), kind))
-		}
-	}
-	rep.dropLiveTrees()
 	return rep, nil
-}
-
-// listNames lists the names in dir that keep accepts, in order, without a
-// stat of each.
-func listNames(dir string, keep func(name string) bool) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	names = slices.DeleteFunc(names, func(name string) bool { return !keep(name) })
-	sort.Strings(names)
-	return names, nil
 }
 
 // readLockDir checks the directory as the run lock does (no symlink, not

@@ -30,7 +30,9 @@ its command, when it took the lock, when the lock expires unless renewed,
 its fencing token, why it is stale if it is — then the moved-aside and temp
 files waiting for gc, then the scope registry as a delegation tree with each
 holder's effective write scope. With RUN_IDs, only those run locks (a run id
-without a lock shows as free). Nothing is changed.
+without a lock shows as free), read by their names without listing the
+directory: the files waiting for gc and the scopes are then left out
+(status without RUN_IDs and gc list them). Nothing is changed.
 
 Exits 0 when everything could be read, 73 when something could not (lock
 directory unreadable or unsafe, a lock file that cannot be opened, a
