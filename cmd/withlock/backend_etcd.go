@@ -170,20 +170,22 @@ func etcdStatus(c *cli.Context) error {
 	return nil
 }
 
-// onlyRunIDs keeps the owners of runIDs, in that order; a run id nobody
+// onlyRunIDs keeps the owners of runIDs, in that order: every shared
+// holder of one, and the holders of its semaphore's slots. A run id nobody
 // holds gets an Owner without a key (free).
 func onlyRunIDs(owners []*etcdlock.Owner, runIDs []string) []*etcdlock.Owner {
-	byRun := map[string]*etcdlock.Owner{}
+	byRun := map[string][]*etcdlock.Owner{}
 	for _, o := range owners {
-		byRun[o.RunID] = o
+		id := baseRunID(o.RunID) // sem_status.go
+		byRun[id] = append(byRun[id], o)
 	}
 	out := make([]*etcdlock.Owner, 0, len(runIDs))
 	for _, id := range runIDs {
-		o := byRun[id]
-		if o == nil {
-			o = &etcdlock.Owner{RunID: id, TTL: -1}
+		held := byRun[id]
+		if len(held) == 0 {
+			held = []*etcdlock.Owner{{RunID: id, TTL: -1}}
 		}
-		out = append(out, o)
+		out = append(out, held...)
 	}
 	return out
 }
@@ -199,9 +201,16 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 	}
 	st := &statusReport{Dir: strings.Join(eps, ",") + l.Prefix, Now: epoch(now),
 		Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
+	shared := map[string]int{} // shared holders listed so far, by run id
 	for _, o := range owners {
 		ls := etcdLockStatus(o, now)
 		markSlot(&ls) // a semaphore slot: the user's run id and the slot (sem_status.go)
+		if o.Shared {
+			// A shared holder: its place among the run id's shared
+			// holders, oldest first, stands for the file backend's slot.
+			ls.Mode, ls.Slot = string(locks.ModeShared), shared[o.RunID]
+			shared[o.RunID]++
+		}
 		st.Locks = append(st.Locks, ls)
 	}
 	st.Semaphores = slotSummary(st.Locks)
@@ -240,14 +249,17 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 }
 
 // etcdBreak is `withlock break --backend etcd RUN_ID`: it revokes the
-// holder's lease, which deletes its key. A withlock holder sees that at
+// holders' leases, which deletes their keys. A withlock holder sees that at
 // once, tears its command down and exits 76 (lock lost); the next waiter
-// runs. An etcd lock is never stale — its lease frees it when the holder
-// dies — so there is nothing for the file backend's stale check to judge:
-// every held lock belongs to a holder that keeps its lease alive, and
-// breaking one is revoking it (--force and --signal are accepted and change
-// nothing). Exit statuses and lines as the file backend's: 0 when the lock
-// was broken or there was none, 73 when etcd could not be read or written.
+// runs. RUN_ID's own lock is broken — its exclusive holder, or every shared
+// one — and, for a semaphore (run --max), every slot's holder; with --slot
+// K only slot K's. An etcd lock is never stale — its lease frees it when
+// the holder dies — so there is nothing for the file backend's stale check
+// to judge: every held lock belongs to a holder that keeps its lease alive,
+// and breaking one is revoking it (--force and --signal are accepted and
+// change nothing). Exit statuses and lines as the file backend's: 0 when
+// the lock was broken or there was none, 64 for a --slot RUN_ID does not
+// have, 73 when etcd could not be read or written.
 func etcdBreak(c *cli.Context, runID string) error {
 	log, err := newLogger(c)
 	if err != nil {
@@ -257,19 +269,54 @@ func etcdBreak(c *cli.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	said := false
 	say := func(format string, args ...any) {
+		said = true
 		if !c.Bool("quiet") {
 			fmt.Fprintf(c.App.Writer, format+"\n", args...)
 		}
 	}
-	o, err := l.Break(context.Background(), runID)
-	switch {
-	case errors.Is(err, etcdlock.ErrNotHeld):
-		say("no lock for run %q", runID)
-		return nil
-	case err != nil:
-		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	targets, err := etcdBreakTargets(c, l, runID)
+	if err != nil {
+		return err
 	}
-	say("broke the lock of run %q (lease %x revoked; was %s): %s", runID, int64(o.Lease), o.Describe(time.Now()), o.Key)
+	for _, id := range targets {
+		broke, err := l.Break(context.Background(), id)
+		for _, o := range broke {
+			say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
+		}
+		switch {
+		case errors.Is(err, etcdlock.ErrNotHeld):
+		case err != nil:
+			return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(id), err))
+		}
+	}
+	if !said {
+		say("no lock for run %q", runID)
+	}
 	return nil
+}
+
+// etcdBreakTargets is what `break --backend etcd RUN_ID` revokes: RUN_ID's
+// own lock and the slots of its semaphore, or with --slot K that slot.
+func etcdBreakTargets(c *cli.Context, l *etcdlock.Locker, runID string) ([]string, error) {
+	max, found, err := l.MaxOf(context.Background(), runID)
+	if err != nil {
+		return nil, exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	}
+	if !c.IsSet("slot") {
+		targets := []string{runID}
+		for k := 0; found && k < max; k++ {
+			targets = append(targets, locks.SlotRunID(runID, locks.ModeMax, k))
+		}
+		return targets, nil
+	}
+	k := c.Int("slot")
+	switch {
+	case !found:
+		return nil, usageError("break --slot %d: run %q has no slots in etcd (it was never run with --max; shared holders have none: break %q breaks them all)", k, runID, runID)
+	case k < 0 || k >= max:
+		return nil, usageError("break --slot %d: run %q has slots 0…%d (--max %d)", k, runID, max-1, max)
+	}
+	return []string{locks.SlotRunID(runID, locks.ModeMax, k)}, nil
 }

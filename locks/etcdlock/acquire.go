@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -22,6 +23,11 @@ import (
 // DialTimeout), refused credentials are not. ctx ending aborts with
 // context.Cause(ctx).
 func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	return l.acquire(ctx, runID, wait, false)
+}
+
+// acquire is Acquire, or AcquireShared when shared is set.
+func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, shared bool) (*Lock, error) {
 	if len(l.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", locks.ErrUnavailable)
 	}
@@ -32,7 +38,7 @@ func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) 
 	}
 	pause := 100 * time.Millisecond
 	for {
-		lock, err := l.attempt(ctx, runID, start, wait)
+		lock, err := l.attempt(ctx, runID, start, wait, shared)
 		switch {
 		case err == nil:
 			l.warnIfGraceTooLong(lock)
@@ -95,7 +101,7 @@ func sleep(ctx context.Context, d, left time.Duration) bool {
 
 // attempt is one try with a fresh client: lease, enqueue, lock. Whatever
 // it set up is torn down when it fails.
-func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wait time.Duration) (lock *Lock, err error) {
+func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wait time.Duration, shared bool) (lock *Lock, err error) {
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, err
@@ -120,11 +126,13 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 			cl.Close()
 		}
 	}()
-	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID}
+	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: shared}
 	owner, err := c.enqueue(ctx)
 	switch {
 	case err != nil:
 		return nil, err
+	case shared:
+		err = c.lockShared(ctx, start, wait) // shared.go
 	case owner.Key == c.key:
 		// Ours at once: one write in all.
 	case wait == 0:
@@ -147,11 +155,15 @@ type contender struct {
 	s     *concurrency.Session
 	lease *leaseWatch
 	runID string
+	// shared: a shared holder, which waits only for the exclusive keys
+	// older than its own (shared.go).
+	shared bool
 
 	key         string // <mutex name>/<lease in hex>, as concurrency.Mutex names it
 	token       int64  // the key's create revision
 	acquiredRev int64  // the cluster's revision when the lock was ours
 	queuedAt    time.Time
+	older       []*mvccpb.KeyValue // shared: the keys queued before ours, oldest first
 }
 
 // rpc bounds one request.
@@ -167,11 +179,15 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 	pfx := c.l.MutexName(c.runID) + "/"
 	c.key = fmt.Sprintf("%s%x", pfx, c.s.Lease())
 	getOwner := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
+	if c.shared {
+		// Every key: the exclusive ones queued before ours are in the way.
+		getOwner = clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	}
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
 	resp, err := c.cl.Txn(rctx).
 		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease())), getOwner).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease())), getOwner).
 		Else(clientv3.OpGet(c.key), getOwner).
 		Commit()
 	if err != nil {
@@ -186,6 +202,11 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 	owners := resp.Responses[1].GetResponseRange().Kvs
 	if len(owners) == 0 { // cannot be: our key is there
 		return nil, fmt.Errorf("no owner under %s after creating %s", pfx, c.key)
+	}
+	for _, kv := range owners {
+		if c.shared && kv.CreateRevision < c.token {
+			c.older = append(c.older, kv)
+		}
 	}
 	return ownerFromKV(c.runID, owners[0]), nil
 }
@@ -263,7 +284,7 @@ func (c *contender) restamp(ctx context.Context) {
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
 	_, err := c.cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.token)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease()), clientv3.WithLease(c.s.Lease()))).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease()))).
 		Commit()
 	if err != nil {
 		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")

@@ -29,9 +29,14 @@ type holderValue struct {
 	Host      string  `json:"host,omitempty"`
 	Command   string  `json:"command,omitempty"`
 	CreatedAt float64 `json:"created_at"` // epoch seconds: when the lock was taken
+	// Mode is "shared" for a shared holder (run --shared); an exclusive
+	// holder leaves it out, and a key without it is exclusive.
+	Mode string `json:"mode,omitempty"`
 }
 
-func (l *Locker) holderValue(runID string, lease clientv3.LeaseID) string {
+const modeShared = "shared"
+
+func (l *Locker) holderValue(runID string, lease clientv3.LeaseID, shared bool) string {
 	host, _ := os.Hostname()
 	cmd := l.Command
 	if len(cmd) > maxCommand {
@@ -44,6 +49,9 @@ func (l *Locker) holderValue(runID string, lease clientv3.LeaseID) string {
 		Host:      host,
 		Command:   cmd,
 		CreatedAt: float64(time.Now().UnixNano()) / 1e9,
+	}
+	if shared {
+		v.Mode = modeShared
 	}
 	data, err := json.Marshal(v)
 	if err != nil { // plain fields: cannot fail
@@ -63,6 +71,9 @@ type Owner struct {
 	// Holder is what withlock wrote into the key; nil when the key has no
 	// holder information (etcdctl lock, another client of the recipe).
 	Holder *locks.Holder
+	// Shared: a shared holder's key (run --shared), which runs beside the
+	// other shared keys queued before any exclusive one.
+	Shared bool
 	// Waiters is how many other contenders are queued (status only).
 	Waiters int
 	// TTL is what is left of the owner's lease (status only; -1 unknown).
@@ -74,7 +85,9 @@ func ownerFromKV(runID string, kv *mvccpb.KeyValue) *Owner {
 	key := string(kv.Key)
 	o := &Owner{RunID: runID, Key: key, Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
 	var v holderValue
-	if len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil && v.Pid > 0 {
+	parsed := len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil
+	o.Shared = parsed && v.Mode == modeShared
+	if parsed && v.Pid > 0 {
 		o.Holder = &locks.Holder{
 			Path: key,
 			Payload: locks.Payload{

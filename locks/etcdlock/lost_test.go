@@ -122,11 +122,14 @@ func TestBreakRevokesTheOwner(t *testing.T) {
 	lost, stop := lock.Heartbeat()
 	defer stop()
 
-	o, err := newLocker(s).Break(context.Background(), "job")
+	broke, err := newLocker(s).Break(context.Background(), "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Key != lock.Key || o.Holder == nil || o.Holder.Command != "backup --full" {
+	if len(broke) != 1 {
+		t.Fatalf("broke %d holders, want 1", len(broke))
+	}
+	if o := broke[0]; o.Key != lock.Key || o.Holder == nil || o.Holder.Command != "backup --full" {
 		t.Errorf("broke %+v; want the holder's key %s with its information", o, lock.Key)
 	}
 	lostWithin(t, lost, 3*time.Second)

@@ -242,3 +242,21 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 	}
 	return l.unavailable(fmt.Errorf("run %q: the size of its semaphore (%s) keeps changing", runID, key))
 }
+
+// MaxOf is the size recorded for runID's semaphore (run --max); found is
+// false when it was never used as one.
+func (l *Locker) MaxOf(ctx context.Context, runID string) (max int, found bool, err error) {
+	err = l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		resp, err := cl.Get(rctx, l.maxKey(runID))
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+		max, err = strconv.Atoi(string(resp.Kvs[0].Value))
+		if err != nil || max < 1 || max > locks.MaxSlots {
+			return fmt.Errorf("the size of run %q's semaphore (%s) is %q, not a number of slots", runID, l.maxKey(runID), resp.Kvs[0].Value)
+		}
+		found = true
+		return nil
+	})
+	return max, found, err
+}

@@ -15,9 +15,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Status lists the run locks held under the prefix, one Owner per run id
-// (sorted by run id), with its queued waiters counted and what is left of
-// its lease.
+// Status lists the run locks held under the prefix, one Owner per holder
+// (sorted by run id, then oldest first; several for a run id held shared),
+// with its queued waiters counted and what is left of its lease.
 func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 	var owners []*Owner
 	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
@@ -32,27 +32,38 @@ func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
+	slices.SortStableFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
 	return owners, nil
 }
 
-// ownersOf turns the keys under prefix, oldest first, into one Owner per
-// run id (the oldest key; the others are its queued waiters), each with
-// what is left of its lease.
+// ownersOf turns the keys under prefix, oldest first, into the holders of
+// each run id: its oldest key, or when that is a shared holder's, every
+// shared key queued before the first exclusive one. The other keys are
+// waiters, counted on the first holder. Each holder gets what is left of
+// its lease.
 func ownersOf(ctx context.Context, cl *clientv3.Client, prefix string, kvs []*mvccpb.KeyValue) []*Owner {
-	byRun := map[string]*Owner{}
+	type run struct {
+		first   *Owner
+		holding bool // still taking holders: only shared keys so far
+	}
+	byRun := map[string]*run{}
 	var owners []*Owner
 	for _, kv := range kvs {
 		runID, _, ok := splitKey(prefix, string(kv.Key))
 		if !ok {
 			continue
 		}
-		if o := byRun[runID]; o != nil {
-			o.Waiters++
+		o := ownerFromKV(runID, kv)
+		r := byRun[runID]
+		switch {
+		case r == nil:
+			byRun[runID] = &run{first: o, holding: o.Shared}
+		case r.holding && o.Shared:
+		default:
+			r.holding = false
+			r.first.Waiters++
 			continue
 		}
-		o := ownerFromKV(runID, kv)
-		byRun[runID] = o
 		owners = append(owners, o)
 	}
 	for _, o := range owners {
@@ -73,32 +84,55 @@ func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) ti
 	return time.Duration(resp.TTL) * time.Second
 }
 
-// Owner finds who holds runID's lock; nil when it is free.
+// Owner finds who holds runID's lock; nil when it is free. When it is held
+// shared, it is the oldest shared holder (Holders lists them all).
 func (l *Locker) Owner(ctx context.Context, runID string) (*Owner, error) {
-	var o *Owner
-	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		var err error
-		if o, err = l.owner(rctx, cl, runID); err == nil && o != nil {
-			o.TTL = leaseLeft(rctx, cl, o.Lease)
-		}
-		return err
-	})
-	return o, err
+	holders, err := l.Holders(ctx, runID)
+	if err != nil || len(holders) == 0 {
+		return nil, err
+	}
+	return holders[0], nil
 }
 
-// Break takes the run lock of runID away from its holder by revoking the
-// owner's lease: its key goes, the next waiter gets the lock, and a withlock
-// holder sees the deletion at once and tears its child down (exit 76). It
-// returns the owner it broke, or ErrNotHeld.
-func (l *Locker) Break(ctx context.Context, runID string) (*Owner, error) {
-	o, err := l.Owner(ctx, runID)
+// Holders lists who holds runID's lock, oldest first: its exclusive holder,
+// or every shared one; none when it is free.
+func (l *Locker) Holders(ctx context.Context, runID string) ([]*Owner, error) {
+	var holders []*Owner
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		resp, err := cl.Get(rctx, l.MutexName(runID)+"/", clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			return err
+		}
+		for _, o := range ownersOf(rctx, cl, l.prefix(), resp.Kvs) {
+			if o.RunID == runID {
+				holders = append(holders, o)
+			}
+		}
+		return nil
+	})
+	return holders, err
+}
+
+// Break takes the run lock of runID away from its holders by revoking
+// their leases: their keys go, the next waiter gets the lock, and a
+// withlock holder sees the deletion at once and tears its child down (exit
+// 76). A lock held shared loses every shared holder. It returns the owners
+// it broke, or ErrNotHeld.
+func (l *Locker) Break(ctx context.Context, runID string) ([]*Owner, error) {
+	holders, err := l.Holders(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if o == nil {
+	if len(holders) == 0 {
 		return nil, fmt.Errorf("run %q: %w", runID, ErrNotHeld)
 	}
-	return o, l.Revoke(ctx, o)
+	for i, o := range holders {
+		if err := l.Revoke(ctx, o); err != nil {
+			return holders[:i], err
+		}
+	}
+	return holders, nil
 }
 
 // Revoke ends the lease of owner o (found by Owner), which deletes its key;

@@ -1,0 +1,156 @@
+//go:build etcd
+
+package etcdlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/locks"
+)
+
+// A shared holder (run --shared) queues on the run id's own mutex, as an
+// exclusive one does: its key is <prefix><run id>/<lease in hex>, created
+// under its lease with the holder information, whose "mode" is "shared".
+// The order of create revisions decides, as in the RWMutex of etcd's
+// client/v3/experimental/recipes:
+//
+//   - an exclusive contender (a plain run, or etcdctl lock) holds once it
+//     is the oldest key — concurrency.Mutex waits for every older key,
+//     shared ones included;
+//   - a shared contender holds once no exclusive key older than its own is
+//     left, so shared holders queued before any exclusive one run together.
+//
+// This is the file backend's policy, writer preference: once an exclusive
+// contender has queued, every shared newcomer queues behind it, so a stream
+// of shared holders cannot starve it, while it waits for the shared holders
+// already in. Shared waiters that came before it go first.
+//
+// A shared waiter watches the mutex's keys for a deletion from the
+// revision it last read, and reads the older keys again when one goes: no
+// polling. Liveness, loss and release are the exclusive lock's: the lease,
+// the watch on its own key, the revoke.
+
+// AcquireShared takes runID shared, waiting up to wait (< 0: forever; 0:
+// one attempt). Its errors are Acquire's; a wait that ran out names the
+// exclusive holder (or waiter) in the way.
+func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	if testbuild.BrokenSlots {
+		// Negative control: a mutex of its own, so nobody excludes it.
+		runID += "\x00broken " + randomHex()
+	}
+	return l.acquire(ctx, runID, wait, true)
+}
+
+func randomHex() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// blocker is the oldest exclusive key queued before ours, nil when none is:
+// then the shared lock is ours.
+func (c *contender) blocker() *Owner {
+	for _, kv := range c.older {
+		if o := ownerFromKV(c.runID, kv); !o.Shared {
+			return o
+		}
+	}
+	return nil
+}
+
+// lockShared waits until no exclusive key older than ours is left, the
+// wait runs out (the exclusive holder is named), ctx ends, or the lease is
+// lost. enqueue has read the keys older than ours.
+func (c *contender) lockShared(ctx context.Context, start time.Time, wait time.Duration) error {
+	wctx, cancel := context.WithCancel(ctx)
+	if wait > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
+	}
+	defer cancel()
+	go func() {
+		select {
+		case <-c.lease.lost:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	readRev := c.acquiredRev
+	pause := 100 * time.Millisecond
+	for {
+		b := c.blocker()
+		if b == nil {
+			c.acquiredRev = readRev
+			c.restamp(ctx)
+			return nil
+		}
+		if wait == 0 {
+			return heldError(c.runID, b, time.Now())
+		}
+		report := func() {
+			if c.l.OnWait == nil {
+				return
+			}
+			h := b.Holder
+			if h == nil {
+				h = &locks.Holder{Path: b.Key}
+			}
+			c.l.OnWait(h, time.Since(start))
+		}
+		woke, werr := awaitDelete(wctx, c.cl, c.l.MutexName(c.runID)+"/", readRev+1, 0, report)
+		switch {
+		case isClosed(c.lease.lost):
+			return fmt.Errorf("while waiting: %w", c.lease.err)
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case wctx.Err() != nil:
+			return heldError(c.runID, b, time.Now())
+		case !woke && werr != nil:
+			// The cluster ended the watch: look again after a pause.
+			if !sleep(wctx, pause, 0) {
+				continue
+			}
+			pause = min(2*pause, 2*time.Second)
+		default:
+			pause = 100 * time.Millisecond
+		}
+		rev, err := c.readOlder(wctx)
+		if err != nil {
+			if wctx.Err() != nil {
+				continue
+			}
+			return err
+		}
+		readRev = rev
+	}
+}
+
+// readOlder reads the keys queued before ours again, oldest first, and
+// returns the revision read at.
+func (c *contender) readOlder(ctx context.Context) (int64, error) {
+	rctx, cancel := c.rpc(ctx)
+	defer cancel()
+	resp, err := c.cl.Get(rctx, c.l.MutexName(c.runID)+"/", clientv3.WithPrefix(),
+		clientv3.WithMaxCreateRev(c.token-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return 0, err
+	}
+	c.older = append([]*mvccpb.KeyValue(nil), resp.Kvs...)
+	return resp.Header.Revision, nil
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
