@@ -46,8 +46,11 @@ func newEtcdBackend(c *cli.Context, log zerolog.Logger, command string, onWait f
 	}
 	l.Command = command
 	l.OnWait = onWait
-	if c.IsSet("max") {
+	switch {
+	case c.IsSet("max"):
 		return etcdSlotBackend{l, c.Int("max")}, nil // sem_etcd.go
+	case c.Bool("shared"):
+		return etcdSharedBackend{l}, nil // sem_etcd.go
 	}
 	return etcdBackend{l}, nil
 }

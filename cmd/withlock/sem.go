@@ -27,8 +27,6 @@ func checkSlotFlags(c *cli.Context) error {
 		return usageError("run: --max and --shared exclude each other")
 	case c.IsSet("max") && c.Int("max") < 1:
 		return usageError("run: --max %d: must be at least 1", c.Int("max"))
-	case c.Bool("shared") && c.String("backend") != "file":
-		return usageError("run: --shared is not available with --backend %s yet", c.String("backend"))
 	}
 	return nil
 }

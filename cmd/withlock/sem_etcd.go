@@ -41,3 +41,33 @@ func (l *etcdSlotLock) Env() []string {
 	}
 	return append(env, "WITHLOCK_SLOT="+strconv.Itoa(l.slot), "WITHLOCK_MAX="+strconv.Itoa(l.max))
 }
+
+// etcdSharedBackend takes a run id shared (run --shared) in etcd.
+type etcdSharedBackend struct{ l *etcdlock.Locker }
+
+func (b etcdSharedBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
+	lock, err := b.l.AcquireShared(ctx, runID, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &etcdSharedLock{Lock: lock, base: runID}, nil
+}
+
+// etcdSharedLock tells the child it holds the run id shared, as the file
+// backend's shared holders are told (WITHLOCK_SHARED=1). There is no
+// WITHLOCK_SLOT: etcd's shared holders are keys of the run id's own mutex,
+// not numbered slots.
+type etcdSharedLock struct {
+	*etcdlock.Lock
+	base string
+}
+
+func (l *etcdSharedLock) Env() []string {
+	env := l.Lock.Env()
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
+			env[i] = "WITHLOCK_RUN_ID=" + l.base
+		}
+	}
+	return append(env, "WITHLOCK_SHARED=1")
+}

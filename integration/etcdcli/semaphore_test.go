@@ -18,7 +18,7 @@ import (
 // withlock run --backend etcd b --max 3 --wait 1m -- build & done`, twice
 // over: every command takes flock -n on the seat its WITHLOCK_SLOT names and
 // refuses a slot outside 0…2, so never more than three run at once; all
-// fourteen run, every slot is used; --shared is refused on etcd (64).
+// fourteen run, every slot is used.
 func TestSemaphoreMax3(t *testing.T) {
 	s := etcdtest.Start(t, etcdtest.Options{})
 	dir := t.TempDir()
@@ -54,8 +54,5 @@ sleep 0.3`
 	slices.Sort(slots)
 	if slots = slices.Compact(slots); !slices.Equal(slots, []string{"0", "1", "2"}) {
 		t.Errorf("slots used %v, want 0, 1, 2", slots)
-	}
-	if r := run(t, wl(t, s, "--shared", "b", "true")); r.code != 64 || !strings.Contains(r.stderr, "--shared is not available with --backend etcd") {
-		t.Errorf("--shared on etcd: exit %d, %q", r.code, r.stderr)
 	}
 }
