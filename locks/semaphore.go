@@ -546,5 +546,16 @@ func MaxMismatch(runID string, want, have int, holder Holder) error {
 	return &MismatchError{RunID: runID, Want: semMeta{Mode: ModeMax, Max: want}, Have: semMeta{Mode: ModeMax, Max: have}, Holder: holder}
 }
 
+// SharedMaxMismatch is the error of --shared against running holders of
+// --max have (shared true), or of --max want against running shared
+// holders (shared false), for backends that keep the mode elsewhere (etcd).
+func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
+	sh, mx := semMeta{Mode: ModeShared}, semMeta{Mode: ModeMax, Max: max}
+	if shared {
+		return &MismatchError{RunID: runID, Want: sh, Have: mx, Holder: holder}
+	}
+	return &MismatchError{RunID: runID, Want: mx, Have: sh, Holder: holder}
+}
+
 // MaxSlots is the largest --max.
 const MaxSlots = maxSharedSlots

@@ -33,6 +33,12 @@
 //     then reported as locks.ErrUnavailable naming the endpoints; release is
 //     bounded in time and the lease's TTL frees the lock if it fails.
 //
+// Shared holders (run --shared) queue on the same mutex with "mode":
+// "shared" in their value and hold once no exclusive key older than theirs
+// is left (shared.go), so `etcdctl lock` is an exclusive contender to them
+// too. Semaphores (run --max) are the mutexes of derived run ids
+// (semaphore.go).
+//
 // Run ids are escaped ('%' → %25, '/' → %2F) in keys so that run "a" does not
 // see run "a/b"'s keys under its prefix; other run ids are used as they are.
 //

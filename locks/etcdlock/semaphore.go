@@ -46,6 +46,9 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	if err := l.agreeMax(ctx, runID, max); err != nil {
 		return nil, 0, err
 	}
+	if err := l.refuseIfShared(ctx, runID, max); err != nil {
+		return nil, 0, err
+	}
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, 0, l.unavailable(err)

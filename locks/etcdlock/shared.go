@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -46,7 +47,66 @@ func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Dura
 		// Negative control: a mutex of its own, so nobody excludes it.
 		runID += "\x00broken " + randomHex()
 	}
+	if err := l.refuseIfMax(ctx, runID); err != nil {
+		return nil, err
+	}
 	return l.acquire(ctx, runID, wait, true)
+}
+
+// refuseIfMax refuses --shared on a run id whose --max semaphore has a
+// holder (locks.ErrModeMismatch, naming both), as the file backend does.
+// Two first holders of either kind at the same instant can both start.
+func (l *Locker) refuseIfMax(ctx context.Context, runID string) error {
+	var mismatch error
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		resp, err := cl.Get(rctx, l.maxKey(runID))
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+		max, err := strconv.Atoi(string(resp.Kvs[0].Value))
+		if err != nil || max < 1 || max > locks.MaxSlots {
+			return nil // not ours to judge: AcquireSlot reports it
+		}
+		owners, _, err := l.slotOwners(rctx, cl, runID, max)
+		if err != nil {
+			return err
+		}
+		for _, o := range owners {
+			if o != nil {
+				mismatch = locks.SharedMaxMismatch(runID, true, max, holderOf(o))
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return mismatch
+}
+
+// refuseIfShared refuses --max on a run id held shared: its oldest key,
+// which holds, is a shared holder's.
+func (l *Locker) refuseIfShared(ctx context.Context, runID string, max int) error {
+	var o *Owner
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		var err error
+		o, err = l.owner(rctx, cl, runID)
+		return err
+	})
+	if err != nil || o == nil || !o.Shared {
+		return err
+	}
+	return locks.SharedMaxMismatch(runID, false, max, holderOf(o))
+}
+
+// holderOf is what an error can say about o: its holder information, or
+// its key when it has none.
+func holderOf(o *Owner) locks.Holder {
+	if o.Holder != nil {
+		return *o.Holder
+	}
+	return locks.Holder{Path: o.Key}
 }
 
 func randomHex() string {

@@ -5,6 +5,7 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -259,4 +260,32 @@ func TestSharedWithEtcdctl(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("shared waiter not in within 10 s of etcdctl letting go")
 	}
+}
+
+// --shared and --max on one run id disagree, as on the file backend: each
+// is refused (ErrModeMismatch, naming both) while the other kind holds,
+// and works once it has left.
+func TestSharedAgainstMax(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	ctx := context.Background()
+	slot, _, err := newLocker(s).AcquireSlot(ctx, "job", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newLocker(s).AcquireShared(ctx, "job", time.Minute)
+	if !errors.Is(err, locks.ErrModeMismatch) || !strings.Contains(err.Error(), "--shared disagrees with --max 2") {
+		t.Fatalf("--shared beside a --max 2 holder: %v", err)
+	}
+	slot.Release()
+	sh := mustAcquireShared(t, newLocker(s), "job", 0)
+	_, _, err = newLocker(s).AcquireSlot(ctx, "job", 2, time.Minute)
+	if !errors.Is(err, locks.ErrModeMismatch) || !strings.Contains(err.Error(), "--max 2 disagrees with --shared") {
+		t.Fatalf("--max 2 beside a shared holder: %v", err)
+	}
+	sh.Release()
+	again, _, err := newLocker(s).AcquireSlot(ctx, "job", 2, 0)
+	if err != nil {
+		t.Fatalf("--max 2 once the shared holder left: %v", err)
+	}
+	again.Release()
 }
