@@ -58,7 +58,7 @@ func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp S
 	stamp, err = f.transform(ctx, func(t *Table) error {
 		restored = false
 		if cur := t.find(a.Name); cur != nil && cur.PID == a.PID {
-			*a = *cur // re-parented since, perhaps: put back as it is now
+			*a = cur.detached() // re-parented since, perhaps: put back as it is now
 			return nil
 		}
 		f.reclaim(t, interest{name: a.Name, parent: a.DelegatedFrom, allow: a.Allow()})

@@ -191,7 +191,7 @@ const restoreWindow = 10 * time.Second
 func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, err error) {
 	why := "empty"
 	if len(data) > 0 {
-		reg, err := DecodeTable(data)
+		reg, err := decodeOwned(data)
 		if err == nil {
 			return reg, false, nil
 		}
@@ -200,7 +200,7 @@ func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, 
 	bak, bakInfo, bakErr := f.readBackup()
 	switch {
 	case bakErr == nil:
-		reg, err := DecodeTable(bak)
+		reg, err := decodeOwned(bak)
 		if err != nil {
 			why += fmt.Sprintf(", and its backup %s does not parse either (%v)", f.backupPath(), err)
 			break

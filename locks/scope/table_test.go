@@ -163,37 +163,3 @@ func TestEncodeIsOneAllocationPerLine(t *testing.T) {
 		t.Fatalf("names and paths are not written as they are: %s", got)
 	}
 }
-
-// TestDecodeStrictAndKeepingUnknownAgree: what Encode writes is read by the
-// strict typed decode (else the registry would silently be read the slow
-// way), to what the field-by-field decode reads; a foreign field or a key
-// differing only in case sends it the field-by-field way and is kept.
-func TestDecodeStrictAndKeepingUnknownAgree(t *testing.T) {
-	reg := &Table{Allocations: []Allocation{
-		{Name: "a", PID: 1, PIDStart: 7, ScopeAllow: []string{"/a:write:recursive", "/b:read"}, ScopeDeny: []string{"/a/c:write"}, CreatedAt: 1700000000.25},
-		{Name: `q"uo\te é`, PID: 2, Socket: "/run/s\x01ck", ScopeAllow: []string{"/a/c:write"}, ScopeDeny: []string{}, DelegatedFrom: "a"},
-	}}
-	data := reg.Encode()
-	if !canDecodeStrict(data) {
-		t.Fatalf("Encode's output is not read strictly:\n%s", data)
-	}
-	strict, err := decodeStrict(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := decodeKeepingUnknown(data)
-	if err != nil || !reflect.DeepEqual(strict, slow) {
-		t.Fatalf("strict %+v\nfield by field %+v, %v", strict, slow, err)
-	}
-
-	for _, foreign := range []string{`"x": [1]`, `"NAME": "other"`} {
-		in := strings.Replace(string(data), `"created_at":0`, `"created_at":0, `+foreign, 1)
-		if in == string(data) {
-			t.Fatal("test registry has no created_at 0")
-		}
-		got, err := DecodeTable([]byte(in))
-		if err != nil || got.Allocations[1].Name != reg.Allocations[1].Name || len(got.Allocations[1].extra) != 1 {
-			t.Fatalf("allocation with foreign field %s: %+v, %v", foreign, got, err)
-		}
-	}
-}

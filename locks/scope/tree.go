@@ -98,9 +98,12 @@ func (r *Table) Release(name string, pid int) bool {
 // allocations: one name index, one pass per step.
 func (r *Table) remove(gone []bool) []Allocation {
 	index := r.nameIndex(gone)
-	parents := make([]string, len(r.Allocations))
-	for i := range r.Allocations {
-		parents[i] = reparent(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
+	var parents []string // nil: no allocation is delegated from one in the registry
+	if index != nil {
+		parents = make([]string, len(r.Allocations))
+		for i := range r.Allocations {
+			parents[i] = reparent(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
+		}
 	}
 	// Compact in place: position k ≤ i, so nothing unread is overwritten.
 	var removed []Allocation
@@ -111,7 +114,9 @@ func (r *Table) remove(gone []bool) []Allocation {
 			continue
 		}
 		r.Allocations[k] = r.Allocations[i]
-		r.Allocations[k].DelegatedFrom = parents[i]
+		if parents != nil {
+			r.Allocations[k].DelegatedFrom = parents[i]
+		}
 		k++
 	}
 	clear(r.Allocations[k:])
@@ -124,13 +129,31 @@ func (r *Table) remove(gone []bool) []Allocation {
 	return removed
 }
 
-// nameIndex maps names to positions, preferring kept allocations when a
-// foreign writer left two with one name; gone may be nil (none gone).
+// nameIndex maps to their positions the names that some allocation is
+// delegated from — the only names the tree rules look up — preferring kept
+// allocations when a foreign writer left two with one name; gone may be
+// nil (none gone). With no delegation at all it is empty: a registry of
+// independent holders costs no index.
 func (r *Table) nameIndex(gone []bool) map[string]int {
-	index := make(map[string]int, len(r.Allocations))
+	var parents map[string]bool
+	for i := range r.Allocations {
+		if p := r.Allocations[i].DelegatedFrom; p != "" {
+			if parents == nil {
+				parents = make(map[string]bool)
+			}
+			parents[p] = true
+		}
+	}
+	if parents == nil {
+		return nil
+	}
+	index := make(map[string]int, len(parents))
 	isGone := func(i int) bool { return gone != nil && gone[i] }
 	for i := range r.Allocations {
 		name := r.Allocations[i].Name
+		if !parents[name] {
+			continue
+		}
 		if j, seen := index[name]; !seen || (isGone(j) && !isGone(i)) {
 			index[name] = i
 		}
@@ -165,6 +188,9 @@ func reparent(allocs []Allocation, index map[string]int, gone []bool, parent str
 // which breaks the loop for the others; only a foreign writer can create
 // one. Every allocation is walked once.
 func (r *Table) breakCycles(index map[string]int) {
+	if len(index) == 0 {
+		return // no allocation is delegated from one in the registry
+	}
 	const unseen, done = 0, -1
 	walk := make([]int, len(r.Allocations)) // unseen, done, or 1 + the walk it is on
 	pos := make([]int, len(r.Allocations))  // its position in that walk
@@ -202,6 +228,12 @@ func (r *Table) breakCycles(index map[string]int) {
 func (r *Table) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
 
 func (r *Table) recomputeDenies(index map[string]int) {
+	if len(index) == 0 {
+		for i := range r.Allocations {
+			r.Allocations[i].ScopeDeny = []string{} // no child in the registry
+		}
+		return
+	}
 	deny := make([][]string, len(r.Allocations))
 	type item struct {
 		parent int
