@@ -33,23 +33,61 @@ type Signals struct {
 	// waitid).
 	chld     chan os.Signal
 	complete sync.Once
+	caught   []os.Signal // what Notify subscribed to
 }
 
 // buffer is how many signals may queue before they are read; the signal
 // package drops what does not fit.
 const buffer = 64
 
+// NotifyAsync starts Notify on a goroutine of its own and returns the
+// function that waits for it to finish. Each signal's subscription is a
+// round trip to Go's signal thread; started first thing, the ~26 of them
+// run alongside the command-line parsing instead of after it. The caller
+// must wait before it takes anything that a signal's default action would
+// leave behind (a lock) or spawns a child.
+func NotifyAsync() (wait func() *Signals) {
+	done := make(chan *Signals, 1)
+	go func() { done <- Notify() }()
+	var s *Signals
+	return func() *Signals {
+		if s == nil {
+			s = <-done
+		}
+		return s
+	}
+}
+
 // Notify subscribes, at once, to the caught signals.
 func Notify() *Signals {
 	s := &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1)}
-	want := make([]os.Signal, 0, len(Caught))
+	s.caught = make([]os.Signal, 0, len(Caught))
 	for _, sig := range Caught {
 		if !signal.Ignored(sig) {
-			want = append(want, sig)
+			s.caught = append(s.caught, sig)
 		}
 	}
-	signal.Notify(s.c, want...)
+	signal.Notify(s.c, s.caught...)
 	return s
+}
+
+// HandOver undoes the subscription before the process execs another
+// program: the caught signals get their default action back, and one
+// caught meanwhile is sent again, so it acts as if withlock had never
+// caught it (a TERM still ends the process) instead of being lost in the
+// exec.
+func (s *Signals) HandOver() {
+	signal.Reset(s.caught...)
+	for {
+		select {
+		case sig := <-s.c:
+			if n, ok := sig.(syscall.Signal); ok {
+				_ = syscall.Kill(os.Getpid(), n)
+			}
+		default:
+			return
+		}
+	}
 }
 
 // Complete subscribes SIGCHLD; the supervisor calls it once the child is

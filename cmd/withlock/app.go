@@ -10,7 +10,12 @@ import (
 
 var version = "" // set with -ldflags "-X main.version=..."; else from build info
 
-func newApp() *cli.App {
+func newApp() *cli.App { return newAppFor(nil) }
+
+// newAppFor is the app for the command line args: for `withlock run …`,
+// the most frequent one by far, only the run command is built (the others'
+// flags, and the help that lists them, are not needed to parse or run it).
+func newAppFor(args []string) *cli.App {
 	app := &cli.App{
 		Name:                   "withlock",
 		Usage:                  "take a lock, run a command under supervision, always clean up",
@@ -29,7 +34,9 @@ func newApp() *cli.App {
 			return flagUsageError("", err)
 		},
 	}
-	app.Commands = append(app.Commands, extraCommands()...)
+	if len(args) < 2 || args[1] != "run" {
+		app.Commands = append(app.Commands, extraCommands()...)
+	}
 	for _, c := range app.Commands {
 		setupCommand(c, c.Name)
 	}
@@ -39,35 +46,13 @@ func newApp() *cli.App {
 // setupCommand applies what every command shares. urfave/cli gives every
 // command a "help" subcommand aliased "h", which would swallow `withlock
 // run h -- cmd` (run id "h"): `withlock help run` is handled by reorderArgs
-// and --help stays. A usage error is one line, never the whole help. The
-// file-only build hides the etcd flags it only forwards to withlock-etcd.
+// and --help stays. A usage error is one line, never the whole help.
 func setupCommand(c *cli.Command, path string) {
 	c.HideHelpCommand = true
+	c.Flags = withCachedNames(c.Flags)
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagUsageError(path, err) }
-	if execBackends["etcd"] {
-		hideFlags(c.Flags, etcdFlags())
-	}
 	for _, sub := range c.Subcommands {
 		setupCommand(sub, path+" "+sub.Name)
-	}
-}
-
-// hideFlags hides the flags of flags that are named like one of like.
-func hideFlags(flags, like []cli.Flag) {
-	hidden := map[string]bool{}
-	for _, f := range like {
-		hidden[f.Names()[0]] = true
-	}
-	for _, f := range flags {
-		if !hidden[f.Names()[0]] {
-			continue
-		}
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			f.Hidden = true
-		case *cli.GenericFlag:
-			f.Hidden = true
-		}
 	}
 }
 
@@ -149,7 +134,7 @@ func flagHelp(f cli.Flag) string {
 		line += " " + placeholder
 	}
 	line += "\t" + usage
-	if _, isBool := f.(*cli.BoolFlag); !isBool && df.TakesValue() {
+	if !isBoolFlag(f) && df.TakesValue() {
 		if d := df.GetDefaultText(); d != "" && d != `""` && !strings.Contains(usage, "(default") {
 			line += " (default: " + d + ")"
 		}

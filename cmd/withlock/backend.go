@@ -38,12 +38,9 @@ var backends = map[string]func(c *cli.Context, log zerolog.Logger, command strin
 }
 
 // execBackends are the backends that hand the whole command over to
-// another binary (etcd in the default build): run execs them before it
-// subscribes to any signal, so none can be caught here and lost in the exec.
+// another binary (etcd in the default build): run hands its signals back
+// before the exec (Signals.HandOver), so none is caught here and lost.
 var execBackends = map[string]bool{}
-
-// backendFlags are the flags other backends add to `withlock run`.
-var backendFlags []cli.Flag
 
 // backendFlag is --backend, shared by run, status and break.
 func backendFlag() cli.Flag {

@@ -28,13 +28,12 @@ const (
 	etcdPasswordEnv = "WITHLOCK_ETCD_PASSWORD"
 )
 
-func init() {
-	backendFlags = append(backendFlags, etcdFlags()...)
-}
-
 // etcdFlags are the flags of the etcd backend, for run, status and break.
+// The file-only build hides them from the help: it only forwards them to
+// withlock-etcd.
 func etcdFlags() []cli.Flag {
-	return []cli.Flag{
+	hidden := execBackends["etcd"]
+	flags := []cli.Flag{
 		&cli.StringFlag{Name: "endpoints", EnvVars: []string{"WITHLOCK_ETCD_ENDPOINTS"},
 			Usage: "etcd endpoints, comma-separated `URLS` (--backend etcd; user and password from $" + etcdUsernameEnv + ", $" + etcdPasswordEnv + ")"},
 		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", EnvVars: []string{"WITHLOCK_ETCD_PREFIX"},
@@ -45,4 +44,13 @@ func etcdFlags() []cli.Flag {
 		withEnv(durationFlag("etcd-dial-timeout", 5*time.Second,
 			"bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"), "WITHLOCK_ETCD_DIAL_TIMEOUT"),
 	}
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Hidden = hidden
+		case *cli.GenericFlag:
+			f.Hidden = hidden
+		}
+	}
+	return flags
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -235,7 +236,7 @@ func valueCompletion(f cli.Flag, cur string) completion {
 	usage, placeholder := flagUsage(f)
 	for _, tok := range strings.Fields(usage) {
 		tok = strings.Trim(tok, "(),;")
-		if choiceList.MatchString(tok) {
+		if choiceList().MatchString(tok) {
 			var cands []candidate
 			for _, w := range strings.Split(tok, "|") {
 				cands = append(cands, candidate{word: w})
@@ -253,7 +254,9 @@ func valueCompletion(f cli.Flag, cur string) completion {
 	return completion{kind: "words"}
 }
 
-var choiceList = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
+// choiceList matches a placeholder listing the words a value can be
+// ("text|json"); compiled on first use, not on every start.
+var choiceList = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`) })
 
 // slotAt is the n-th positional argument of cmd (0-based), read from its
 // ArgsUsage: RUN_ID, COMMAND (the rest is the command's), a|b|c, or
@@ -287,7 +290,7 @@ func argSlots(usage string) []argSlot {
 			s.kind = "runid"
 		case tok == "COMMAND":
 			s.kind = "command"
-		case choiceList.MatchString(tok):
+		case choiceList().MatchString(tok):
 			s.kind, s.words = "words", strings.Split(tok, "|")
 		}
 		slots = append(slots, s)

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -253,7 +254,7 @@ func flagEnvironment(cmds []*cli.Command) string {
 // in the synopsis style: placeholders in italics, literal words and "--"
 // in bold, brackets and ellipses plain.
 func synopsisArgs(s string) string {
-	return synopsisWord.ReplaceAllStringFunc(s, func(w string) string {
+	return synopsisWord().ReplaceAllStringFunc(s, func(w string) string {
 		switch {
 		case w == "--" || w == "-":
 			return `\fB` + roffText(w) + `\fR`
@@ -266,7 +267,11 @@ func synopsisArgs(s string) string {
 	})
 }
 
-var synopsisWord = regexp.MustCompile(`--?|[A-Za-z_][A-Za-z0-9_-]*|[^A-Za-z_-]+`)
+// synopsisWord splits a synopsis into flags, words and the rest; compiled
+// on first use, not on every start.
+var synopsisWord = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`--?|[A-Za-z_][A-Za-z0-9_-]*|[^A-Za-z_-]+`)
+})
 
 // roffParagraphs sets help text written for a terminal: blank lines part
 // paragraphs, indented lines (examples) are kept as they are, the rest is

@@ -19,11 +19,21 @@ func main() {
 	os.Exit(code)
 }
 
-// subscribeSignals subscribes to the signals the supervisor forwards. A run
-// takes it before the lock wait, as runc subscribes before it waits, so a
-// signal that arrives while waiting or during spawn is queued, never lost.
-// It is not stopped: the process exits after the run.
-func subscribeSignals() *supervisor.Signals { return supervisor.Notify() }
+// subscribeSignals returns the subscription to the signals the supervisor
+// forwards. A run takes it before the lock wait, as runc subscribes before
+// it waits, so a signal that arrives while waiting or during spawn is
+// queued, never lost. For the commands that run a child, run started it
+// before parsing the command line (earlySignals); it is never stopped: the
+// process exits after the run.
+func subscribeSignals() *supervisor.Signals {
+	if earlySignals != nil {
+		return earlySignals()
+	}
+	return supervisor.Notify()
+}
+
+// earlySignals waits for the subscription run started, nil when it did not.
+var earlySignals func() *supervisor.Signals
 
 // Main runs the command line and returns the exit status. It is the only
 // caller of os.Exit's value, so every deferred release inside a command
@@ -37,7 +47,13 @@ func Main(args []string) int {
 // if any, that withlock should die of instead (SIGINT, SIGQUIT: see
 // signalStatus).
 func run(args []string) (int, syscall.Signal) {
-	app := newApp()
+	earlySignals = nil
+	if len(args) > 1 {
+		if _, ok := childCommands[args[1]]; ok {
+			earlySignals = supervisor.NotifyAsync()
+		}
+	}
+	app := newAppFor(args)
 	if err := reserveDescriptors(args); err != nil { // before anything uses a descriptor (fdlimit.go)
 		return report(err), 0
 	}

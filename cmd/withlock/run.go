@@ -22,7 +22,7 @@ func runCommand() *cli.Command {
 		durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"),
 		backendFlag(),
 	}
-	flags = append(flags, backendFlags...)
+	flags = append(flags, etcdFlags()...)
 	flags = append(flags, semFlags()...)
 	flags = append(flags, superviseFlags()...)
 	flags = append(flags, logFlags()...)
@@ -76,13 +76,15 @@ func runAction(c *cli.Context) error {
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}
+	// Subscribed before anything is taken: a signal that arrives while we
+	// wait for the lock or while the child is being spawned is queued, not
+	// lost. An exec backend (withlock-etcd) gets the signals back first.
+	sigs := subscribeSignals()
 	if execBackends[c.String("backend")] {
+		sigs.HandOver()
 		_, err := backends[c.String("backend")](c, log, "", nil)
 		return err // only on failure: on success the process is another binary
 	}
-	// Subscribe to signals first: one that arrives while we wait for the
-	// lock or while the child is being spawned is queued, not lost.
-	sigs := subscribeSignals()
 
 	runID, argv, err := splitRunArgs(c.Args().Slice())
 	if err != nil {
