@@ -42,6 +42,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Signals = Notify()
 		defer cfg.Signals.Stop()
 	}
+	cfg.Signals.Wait() // every signal from here on is the supervisor's
 
 	if brokenNoSubreaper {
 		cfg.KeepOrphans = true

@@ -33,34 +33,39 @@ type Signals struct {
 	// waitid).
 	chld     chan os.Signal
 	complete sync.Once
-	caught   []os.Signal // what Notify subscribed to
+	caught   []os.Signal   // what the subscription covers, once ready
+	ready    chan struct{} // closed once the subscription is in place
 }
 
 // buffer is how many signals may queue before they are read; the signal
 // package drops what does not fit.
 const buffer = 64
 
-// NotifyAsync starts Notify on a goroutine of its own and returns the
-// function that waits for it to finish. Each signal's subscription is a
-// round trip to Go's signal thread; started first thing, the ~26 of them
-// run alongside the command-line parsing instead of after it. The caller
-// must wait before it takes anything that a signal's default action would
-// leave behind (a lock) or spawns a child.
-func NotifyAsync() (wait func() *Signals) {
-	done := make(chan *Signals, 1)
-	go func() { done <- Notify() }()
-	var s *Signals
-	return func() *Signals {
-		if s == nil {
-			s = <-done
-		}
-		return s
-	}
-}
-
 // Notify subscribes, at once, to the caught signals.
 func Notify() *Signals {
-	s := &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1)}
+	s := newSignals()
+	s.subscribe()
+	return s
+}
+
+// NotifyAsync returns the subscription at once and makes it on a goroutine
+// of its own: each signal's subscription is a round trip to Go's signal
+// thread, and started first thing, the ~26 of them run alongside the
+// command-line parsing and the lock's acquisition instead of before them.
+// Until it is in place (Wait), a signal has its default action, as in any
+// program that has just started; Run waits for it before it spawns the
+// child, and a lock wait must wait for it before it blocks.
+func NotifyAsync() *Signals {
+	s := newSignals()
+	go s.subscribe()
+	return s
+}
+
+func newSignals() *Signals {
+	return &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1), ready: make(chan struct{})}
+}
+
+func (s *Signals) subscribe() {
 	s.caught = make([]os.Signal, 0, len(Caught))
 	for _, sig := range Caught {
 		if !signal.Ignored(sig) {
@@ -68,8 +73,11 @@ func Notify() *Signals {
 		}
 	}
 	signal.Notify(s.c, s.caught...)
-	return s
+	close(s.ready)
 }
+
+// Wait returns once the subscription is in place.
+func (s *Signals) Wait() { <-s.ready }
 
 // HandOver undoes the subscription before the process execs another
 // program: the caught signals get their default action back, and one
@@ -77,6 +85,7 @@ func Notify() *Signals {
 // caught it (a TERM still ends the process) instead of being lost in the
 // exec.
 func (s *Signals) HandOver() {
+	s.Wait()
 	signal.Reset(s.caught...)
 	for {
 		select {
@@ -110,6 +119,7 @@ func (s *Signals) Chld() <-chan os.Signal { return s.chld }
 // Stop ends the subscription. A process about to exit need not call it:
 // every unsubscription is another round trip to Go's signal thread.
 func (s *Signals) Stop() {
+	s.Wait()
 	signal.Stop(s.c)
 	signal.Stop(s.chld)
 }

@@ -20,20 +20,20 @@ func main() {
 }
 
 // subscribeSignals returns the subscription to the signals the supervisor
-// forwards. A run takes it before the lock wait, as runc subscribes before
-// it waits, so a signal that arrives while waiting or during spawn is
-// queued, never lost. For the commands that run a child, run started it
-// before parsing the command line (earlySignals); it is never stopped: the
+// forwards, taken before the lock wait as runc subscribes before it waits,
+// so a signal that arrives while waiting or during spawn is queued, never
+// lost. For the commands that run a child, run started it before parsing
+// the command line (supervisor.NotifyAsync); it is never stopped: the
 // process exits after the run.
 func subscribeSignals() *supervisor.Signals {
 	if earlySignals != nil {
-		return earlySignals()
+		return earlySignals
 	}
 	return supervisor.Notify()
 }
 
-// earlySignals waits for the subscription run started, nil when it did not.
-var earlySignals func() *supervisor.Signals
+// earlySignals is the subscription run started, nil when it did not.
+var earlySignals *supervisor.Signals
 
 // Main runs the command line and returns the exit status. It is the only
 // caller of os.Exit's value, so every deferred release inside a command

@@ -76,9 +76,10 @@ func runAction(c *cli.Context) error {
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}
-	// Subscribed before anything is taken: a signal that arrives while we
-	// wait for the lock or while the child is being spawned is queued, not
-	// lost. An exec backend (withlock-etcd) gets the signals back first.
+	// Subscribed before the lock wait blocks and before the spawn: a signal
+	// that arrives while we wait for the lock or while the child is being
+	// spawned is queued, not lost. An exec backend (withlock-etcd) gets the
+	// signals back first.
 	sigs := subscribeSignals()
 	if execBackends[c.String("backend")] {
 		sigs.HandOver()
@@ -94,9 +95,18 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.String("backend") != "file" {
+		sigs.Wait() // a remote backend's wait may block before it reports it
+	}
 	newBackend := backends[c.String("backend")]
 	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
-	be, err := newBackend(c, log, strings.Join(argv, " "), events.onWait(line.Update))
+	// The wait blocks only once the subscription is in place, so that the
+	// "waiting" event and line mean a signal now ends the wait cleanly.
+	onWait := events.onWait(line.Update)
+	be, err := newBackend(c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
+		sigs.Wait()
+		onWait(h, waited)
+	})
 	if err != nil {
 		return err
 	}

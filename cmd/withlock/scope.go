@@ -65,7 +65,8 @@ func scopeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// Subscribe first: a signal during registration or spawn is queued.
+	// Subscribed before a wait blocks and before the spawn: a signal
+	// during a wait or the spawn is queued.
 	sigs := subscribeSignals()
 
 	argv := c.Args().Slice()
@@ -87,7 +88,7 @@ func scopeAction(c *cli.Context) error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log}
+	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
 	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
 		func(err error) error { return scopeFailure(c, log, opts, err) })
 }
@@ -141,6 +142,9 @@ type scopeBackend struct {
 	file *scope.Registry
 	req  scope.Request
 	log  zerolog.Logger
+	// beforeWait is called before each pause: the signal subscription
+	// must be in place before a wait blocks (supervisor.NotifyAsync).
+	beforeWait func()
 }
 
 // Acquire registers; a conflict or a busy registry is retried until wait
@@ -160,6 +164,9 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 		left := time.Until(deadline)
 		if !retryable || (wait >= 0 && left <= 0) {
 			return nil, err
+		}
+		if b.beforeWait != nil {
+			b.beforeWait()
 		}
 		sleep := pause/2 + rand.N(pause/2+1)
 		if wait >= 0 {
