@@ -528,10 +528,23 @@ const (
 var allocationKeys = [numKeys]string{"name", "pid", "socket", "scope_allow", "delegated_from", "scope_deny", "pid_start", "created_at"}
 
 func knownKey(key string) int {
-	for k, name := range allocationKeys {
-		if key == name {
-			return k
-		}
+	switch key {
+	case "name":
+		return keyName
+	case "pid":
+		return keyPID
+	case "socket":
+		return keySocket
+	case "scope_allow":
+		return keyScopeAllow
+	case "delegated_from":
+		return keyDelegatedFrom
+	case "scope_deny":
+		return keyScopeDeny
+	case "pid_start":
+		return keyPIDStart
+	case "created_at":
+		return keyCreatedAt
 	}
 	return -1
 }
@@ -678,7 +691,11 @@ func stringValue(quoted string) string {
 
 // stringList reads a checked array whose elements must all be strings.
 func (d *decoder) stringList() ([]string, error) {
-	list := []string{}
+	if d.s[d.i+1] == ']' {
+		d.i += 2
+		return []string{}, nil
+	}
+	list := make([]string, 0, 1+strings.Count(d.s[d.i:], ","))
 	err := d.array(func(k int) error {
 		if d.s[d.i] != '"' {
 			v, _ := d.value()
