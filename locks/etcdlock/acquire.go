@@ -291,35 +291,49 @@ func (c *contender) restamp(ctx context.Context) {
 	}
 }
 
-// reportWaiting calls OnWait about once a second with the current owner
-// until the returned stop is called.
+// reportWaiting calls OnWait at once and then about once a second with
+// the current owner until the returned stop is called. It reads the owner
+// again only when a key of the mutex is deleted (a watch), so a long wait
+// costs the cluster nothing.
 func (c *contender) reportWaiting(ctx context.Context, start time.Time) (stop func()) {
 	if c.l.OnWait == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	pfx := c.l.MutexName(c.runID) + "/"
 	go func() {
 		defer close(done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		for ctx.Err() == nil {
 			rctx, rcancel := c.rpc(ctx)
-			o, err := c.l.owner(rctx, c.cl, c.runID)
+			resp, err := c.cl.Get(rctx, pfx, clientv3.WithFirstCreate()...)
 			rcancel()
-			if err != nil || o == nil || o.Key == c.key {
+			if err != nil {
+				if !sleep(ctx, time.Second, 0) {
+					return
+				}
 				continue
 			}
-			h := o.Holder
-			if h == nil {
-				h = &locks.Holder{Path: o.Key}
+			var o *Owner
+			if len(resp.Kvs) > 0 {
+				o = ownerFromKV(c.runID, resp.Kvs[0])
 			}
-			c.l.OnWait(h, time.Since(start))
+			report := func() {
+				if o == nil || o.Key == c.key {
+					return
+				}
+				h := o.Holder
+				if h == nil {
+					h = &locks.Holder{Path: o.Key}
+				}
+				c.l.OnWait(h, time.Since(start))
+			}
+			if woke, err := awaitDelete(ctx, c.cl, pfx, resp.Header.Revision+1, 0, report); !woke && err != nil {
+				// The cluster ended the watch: read again after a pause.
+				if !sleep(ctx, time.Second, 0) {
+					return
+				}
+			}
 		}
 	}()
 	return func() { cancel(); <-done }

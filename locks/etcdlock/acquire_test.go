@@ -227,3 +227,43 @@ func TestRunIDsDoNotNest(t *testing.T) {
 	mustAcquire(t, l, "a", 0)
 	mustAcquire(t, l, "a%2Fb", 0)
 }
+
+// An exclusive waiter waits by watch, its wait line too: while the holder
+// stays it sends the cluster no request for 2 s (the wait line's holder
+// was read once a second before), OnWait is still called about once a
+// second, and the release hands the lock on.
+func TestWaiterSendsNothingWhileWaiting(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	holder := mustAcquire(t, newLocker(s), "job", 0)
+	w := newLocker(s)
+	reports := make(chan *locks.Holder, 100)
+	w.OnWait = func(h *locks.Holder, _ time.Duration) { reports <- h }
+	got := acquireInBackground(w, "job", time.Minute)
+	if h := <-reports; h.Path != holder.Key {
+		t.Fatalf("OnWait named %s, want the holder's key %s", h.Path, holder.Key)
+	}
+	// The wait line starts beside concurrency.Mutex.Lock, whose first
+	// reads may come after the first report: count from the second.
+	<-reports
+	before := etcdtest.Requests(t)
+	window := time.After(2 * time.Second)
+	n := 0
+	for done := false; !done; {
+		select {
+		case <-reports:
+			n++
+		case <-window:
+			done = true
+		}
+	}
+	if sent := etcdtest.RequestsSince(t, before); len(sent) > 0 {
+		t.Errorf("a waiting contender sent %v in 2 s; want none", sent)
+	}
+	if n == 0 {
+		t.Error("OnWait not called during 2 s of waiting")
+	}
+	holder.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
