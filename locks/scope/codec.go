@@ -353,6 +353,12 @@ func (d *decoder) scanStr() (plain bool, end int, err error) {
 	ascii := true
 	start := d.i
 	for d.i < len(d.s) {
+		for d.i < len(d.s) && plainASCII[d.s[d.i]] {
+			d.i++ // the common bytes, by table
+		}
+		if d.i >= len(d.s) {
+			break
+		}
 		c := d.s[d.i]
 		switch {
 		case c == '"':
@@ -392,6 +398,15 @@ func (d *decoder) scanStr() (plain bool, end int, err error) {
 	}
 	return false, 0, d.syntaxError("in string literal")
 }
+
+// plainASCII marks the bytes a string holds as they are: printable
+// ASCII but the quote and the backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func unhex(c byte) rune {
 	switch {
