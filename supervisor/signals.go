@@ -5,6 +5,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Caught are the signals withlock subscribes to (signals_unix.go says which
@@ -52,9 +53,11 @@ func Notify() *Signals {
 // of its own: each signal's subscription is a round trip to Go's signal
 // thread, and started first thing, the ~26 of them run alongside the
 // command-line parsing and the lock's acquisition instead of before them.
-// Until it is in place (Wait), a signal has its default action, as in any
-// program that has just started; Run waits for it before it spawns the
-// child, and a lock wait must wait for it before it blocks.
+// Until it is in place (Wait), a signal gets what Go gives an unsubscribed
+// one, as in any Go program that has just started: TERM, HUP, INT and the
+// like end the process, USR1, USR2, WINCH and the like are dropped. Run
+// waits for it before it spawns the child, and a lock wait must wait for
+// it before it blocks.
 func NotifyAsync() *Signals {
 	s := newSignals()
 	go s.subscribe()
@@ -66,6 +69,9 @@ func newSignals() *Signals {
 }
 
 func (s *Signals) subscribe() {
+	if subscribeDelay > 0 {
+		time.Sleep(subscribeDelay)
+	}
 	s.caught = make([]os.Signal, 0, len(Caught))
 	for _, sig := range Caught {
 		if !signal.Ignored(sig) {

@@ -104,7 +104,9 @@ func runAction(c *cli.Context) error {
 	// "waiting" event and line mean a signal now ends the wait cleanly.
 	onWait := events.onWait(line.Update)
 	be, err := newBackend(c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
-		sigs.Wait()
+		if !brokenWaitUnsubscribed {
+			sigs.Wait()
+		}
 		onWait(h, waited)
 	})
 	if err != nil {
