@@ -96,9 +96,7 @@ func (s *Signals) HandOver() {
 	for {
 		select {
 		case sig := <-s.c:
-			if n, ok := sig.(syscall.Signal); ok {
-				_ = syscall.Kill(os.Getpid(), n)
-			}
+			raise(sig)
 		default:
 			return
 		}

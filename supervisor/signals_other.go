@@ -17,3 +17,6 @@ func AbortsWait(sig os.Signal) bool { return sig == os.Interrupt }
 
 // StopsJob is false: there is no job control here.
 func StopsJob(sig os.Signal) bool { return false }
+
+// raise does nothing: there is no exec backend to hand signals to here.
+func raise(os.Signal) {}

@@ -32,3 +32,10 @@ func StopsJob(sig os.Signal) bool {
 func startsTeardown(sig os.Signal) bool {
 	return sig == syscall.SIGTERM || sig == syscall.SIGINT
 }
+
+// raise sends sig to this process again (Signals.HandOver).
+func raise(sig os.Signal) {
+	if n, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(os.Getpid(), n)
+	}
+}
