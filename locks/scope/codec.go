@@ -581,6 +581,9 @@ func (d *decoder) allocation(k int) (Allocation, error, error) {
 		}
 		return Allocation{}, &DecodeError{Offset: at, Path: path(""), Msg: "want an object"}, nil
 	}
+	if a, ok := d.canonical(); ok {
+		return a, nil, nil
+	}
 	at := d.i
 	var fields [numKeys]span
 	var seen [numKeys]bool
@@ -619,6 +622,118 @@ func (d *decoder) allocation(k int) (Allocation, error, error) {
 	}
 	a.extra = extra
 	return a, nil, nil
+}
+
+// canonical reads, at d.i, an allocation in exactly the form Encode
+// writes, with no foreign field and no string that needs an escape or is
+// not ASCII — what withlock itself left: the fast path of allocation, with
+// no key lookup and no value read twice. Anything else (and anything the
+// registry refuses) leaves d.i where it was, ok false, for the general
+// path, which reads it or says what is wrong with it.
+func (d *decoder) canonical() (a Allocation, ok bool) {
+	start := d.i
+	number := func() (string, bool) {
+		at := d.i
+		if d.i >= len(d.s) || (d.s[d.i] != '-' && (d.s[d.i] < '0' || d.s[d.i] > '9')) || d.number() != nil {
+			return "", false
+		}
+		return d.s[at:d.i], true
+	}
+	ok = d.lit(`{"name":`)
+	if ok {
+		a.Name, ok = d.plainStr()
+	}
+	if ok = ok && d.lit(`,"pid":`); ok {
+		var text string
+		if text, ok = number(); ok {
+			n, err := strconv.ParseInt(text, 10, 64)
+			a.PID, ok = int(n), err == nil && int64(int(n)) == n
+		}
+	}
+	if ok = ok && d.lit(`,"socket":`); ok {
+		a.Socket, ok = d.plainStr()
+	}
+	if ok = ok && d.lit(`,"scope_allow":`); ok {
+		a.ScopeAllow, ok = d.plainList()
+	}
+	if ok = ok && d.lit(`,"delegated_from":`); ok && !d.lit("null") {
+		a.DelegatedFrom, ok = d.plainStr()
+	}
+	if ok = ok && d.lit(`,"scope_deny":`); ok {
+		a.ScopeDeny, ok = d.plainList()
+	}
+	if ok = ok && d.lit(`,"pid_start":`); ok {
+		var text string
+		if text, ok = number(); ok {
+			var err error
+			a.PIDStart, err = strconv.ParseUint(text, 10, 64)
+			ok = err == nil
+		}
+	}
+	if ok = ok && d.lit(`,"created_at":`); ok {
+		var text string
+		if text, ok = number(); ok {
+			var err error
+			a.CreatedAt, err = strconv.ParseFloat(text, 64)
+			ok = err == nil
+		}
+	}
+	if !ok || !d.lit("}") || checkAllocation(&a, true) != nil {
+		d.i = start
+		return Allocation{}, false
+	}
+	return a, true
+}
+
+// lit moves past text when it is at d.i.
+func (d *decoder) lit(text string) bool {
+	if strings.HasPrefix(d.s[d.i:], text) {
+		d.i += len(text)
+		return true
+	}
+	return false
+}
+
+// plainStr reads a string of printable ASCII without escapes at d.i: its
+// bytes are its value.
+func (d *decoder) plainStr() (string, bool) {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return "", false
+	}
+	k := d.i + 1
+	for k < len(d.s) && plainASCII[d.s[k]] {
+		k++
+	}
+	if k >= len(d.s) || d.s[k] != '"' {
+		return "", false
+	}
+	s := d.s[d.i+1 : k]
+	d.i = k + 1
+	return s, true
+}
+
+// plainList reads an array of plainStr strings, no space, at d.i.
+func (d *decoder) plainList() ([]string, bool) {
+	if !d.lit("[") {
+		return nil, false
+	}
+	list := []string{}
+	if d.lit("]") {
+		return list, true
+	}
+	for {
+		s, ok := d.plainStr()
+		if !ok {
+			return nil, false
+		}
+		list = append(list, s)
+		if d.lit("]") {
+			return list, true
+		}
+		if !d.lit(",") {
+			return nil, false
+		}
+	}
 }
 
 // field reads the known field key of an allocation from v, whose grammar

@@ -57,6 +57,19 @@ var codecCases = []string{
 	`{"a":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`,
 	`{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
 	"\ufeff{}", "{\"a\":\"\x00\"}", `{"a":"` + "\u2029" + `"}`,
+	// The form Encode writes (the fast path) at its edges.
+	`{"allocations": [
+{"name":"a","pid":-0,"socket":"","scope_allow":[],"delegated_from":"","scope_deny":["/b:write","/c:read:recursive"],"pid_start":0,"created_at":-0},
+{"name":"b","pid":2,"socket":"s","scope_allow":["/b:write"],"delegated_from":"a","scope_deny":[],"pid_start":18446744073709551615,"created_at":1e-7}
+]}
+`,
+	`{"allocations": [{"name":"a","pid":1,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":1e400}]}`,
+	`{"allocations": [{"name":"","pid":1,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":0}]}`,
+	`{"allocations": [{"name":"a","pid":1,"socket":"","scope_allow":["x"],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":0}]}`,
+	`{"allocations": [{"name":"a","pid":1,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":0,"x":1}]}`,
+	`{"allocations": [{"name":"a","pid":1,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":0},]}`,
+	`{"allocations": [{"name":"a","pid":99999999999999999999,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":0,"created_at":0}]}`,
+	`{"allocations": [{"name":"a","pid":1,"socket":"","scope_allow":[],"delegated_from":null,"scope_deny":[],"pid_start":-1,"created_at":0}]}`,
 }
 
 // sameAsOracle decodes data with DecodeTable and with encoding/json (the
@@ -97,6 +110,22 @@ func TestCodecMatchesOracle(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameAsOracle(t, pretty)
+	}
+}
+
+// TestCodecFastPathReadsWhatEncodeWrites: every allocation Encode writes
+// is read by the fast path (canonical), not the general one: a change to
+// either that parts them would make every start slower, silently.
+func TestCodecFastPathReadsWhatEncodeWrites(t *testing.T) {
+	tab := benchTable(3)
+	tab.Allocations[1].DelegatedFrom = tab.Allocations[0].Name
+	tab.Allocations[0].ScopeDeny = tab.Allocations[1].ScopeAllow
+	tab.Allocations[2].ScopeAllow = append(tab.Allocations[2].ScopeAllow, "/etc:read")
+	for _, line := range strings.Split(string(tab.Encode()), "\n")[1:4] {
+		d := &decoder{s: strings.TrimSuffix(line, ",")}
+		if _, ok := d.canonical(); !ok || d.i != len(d.s) {
+			t.Errorf("fast path refused %s (at byte %d)", line, d.i)
+		}
 	}
 }
 
