@@ -853,7 +853,11 @@ func clip(text string) string {
 // ends in a newline and is never empty. The bytes are those json.Encoder
 // (SetEscapeHTML(false): paths and names as they are, not \u003c) writes
 // for the same values (FuzzRegistryCodec).
-func (t *Table) Encode() []byte {
+func (t *Table) Encode() []byte { return t.appendTo(nil) }
+
+// appendTo is Encode into b's room (a buffer of an earlier rewrite, so
+// that the second rewrite of a scoped command touches no new memory).
+func (t *Table) appendTo(b []byte) []byte {
 	size := 32
 	for k, v := range t.extra {
 		size += len(k) + len(v) + 4
@@ -861,7 +865,7 @@ func (t *Table) Encode() []byte {
 	for i := range t.Allocations {
 		size += t.Allocations[i].encodedSizeHint()
 	}
-	b := make([]byte, 0, size)
+	b = slices.Grow(b[:0], size)
 	b = append(b, `{"allocations": [`...)
 	for i := range t.Allocations {
 		if i > 0 {

@@ -20,7 +20,8 @@ type FS interface {
 	// limit+1 bytes (so a caller can tell an oversized one).
 	ReadRegistry(f *os.File, limit int64) ([]byte, error)
 	// Rewrite replaces the open registry's content in place: truncate,
-	// one write, fsync.
+	// one write, fsync. Neither it nor WriteSynced keeps data past its
+	// return: the registry reuses the buffer.
 	Rewrite(f *os.File, data []byte) error
 	// WriteSynced creates path exclusively (no symlink followed) with
 	// data and fsyncs it before it returns; on error nothing is left.

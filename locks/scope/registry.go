@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -163,12 +164,17 @@ func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp 
 	if err := fn(reg); err != nil {
 		return Stamp{}, err
 	}
-	out := reg.Encode()
+	buf := encodeBuffers.Get().(*[]byte)
+	out := reg.appendTo(*buf)
+	defer func() { *buf = out[:0]; encodeBuffers.Put(buf) }() // written to the files and done with
 	if !restored && bytes.Equal(out, data) {
 		return Stamp{}, nil
 	}
 	return Stamp{}, f.write(file, out, data, restored)
 }
+
+// encodeBuffers hold the bytes of earlier rewrites for the next one.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // restoreWindow bounds how much later than its backup a torn registry may
 // have been written to count as that very rewrite cut short: the rewrite
