@@ -125,7 +125,7 @@ func (d *decoder) document() (*Table, error) {
 	}
 	t := &Table{}
 	var allocErr error
-	err := d.object(func(key string, keyAt int) error {
+	err := d.object(func(key string) error {
 		if key != "allocations" {
 			v, err := d.value()
 			if err != nil {
@@ -159,7 +159,7 @@ func (d *decoder) document() (*Table, error) {
 
 // object reads an object at d.i ('{' there), calling field for each key
 // with d.i at its value; field reads the value.
-func (d *decoder) object(field func(key string, keyAt int) error) error {
+func (d *decoder) object(field func(key string) error) error {
 	if err := d.push(); err != nil {
 		return err
 	}
@@ -175,7 +175,6 @@ func (d *decoder) object(field func(key string, keyAt int) error) error {
 		if d.i >= len(d.s) || d.s[d.i] != '"' {
 			return d.syntaxError("looking for the beginning of an object key string")
 		}
-		keyAt := d.i
 		key, err := d.str()
 		if err != nil {
 			return err
@@ -186,7 +185,7 @@ func (d *decoder) object(field func(key string, keyAt int) error) error {
 		}
 		d.i++
 		d.space()
-		if err := field(key, keyAt); err != nil {
+		if err := field(key); err != nil {
 			return err
 		}
 		d.space()
@@ -258,7 +257,7 @@ func (d *decoder) value() (span, error) {
 	var err error
 	switch c := d.s[d.i]; {
 	case c == '{':
-		err = d.object(func(string, int) error { _, err := d.value(); return err })
+		err = d.object(func(string) error { _, err := d.value(); return err })
 	case c == '[':
 		err = d.array(func(int) error { _, err := d.value(); return err })
 	case c == '"':
@@ -588,7 +587,7 @@ func (d *decoder) allocation(k int) (Allocation, error, error) {
 	var fields [numKeys]span
 	var seen [numKeys]bool
 	var extra map[string]json.RawMessage
-	err := d.object(func(key string, _ int) error {
+	err := d.object(func(key string) error {
 		v, err := d.value()
 		if err != nil {
 			return err
