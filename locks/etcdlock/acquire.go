@@ -45,7 +45,7 @@ func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, 
 			return lock, nil
 		case ctx.Err() != nil:
 			return nil, context.Cause(ctx)
-		case errors.Is(err, locks.ErrHeld):
+		case errors.Is(err, locks.ErrHeld), errors.Is(err, locks.ErrModeMismatch):
 			return nil, err
 		case permanent(err):
 			return nil, l.unavailable(err)
@@ -127,6 +127,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		}
 	}()
 	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: shared}
+	c.guard, c.slots = l.mixRule(runID, shared) // semaphore.go
 	owner, err := c.enqueue(ctx)
 	switch {
 	case err != nil:
@@ -141,6 +142,11 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		err = heldError(runID, owner, time.Now())
 	default:
 		err = c.lock(ctx, start, wait)
+	}
+	if err == nil && c.slots != "" {
+		// An exclusive holder: with our key in RUN_ID's mutex no new --max
+		// slot is taken; wait for the slot holders already in.
+		err = c.awaitNoSlots(ctx, start, wait) // semaphore.go
 	}
 	if err != nil {
 		return nil, err
@@ -164,6 +170,16 @@ type contender struct {
 	acquiredRev int64  // the cluster's revision when the lock was ours
 	queuedAt    time.Time
 	older       []*mvccpb.KeyValue // shared: the keys queued before ours, oldest first
+
+	// guard (a --max slot): RUN_ID's own mutex, which must have no key
+	// when the slot's key is created (semaphore.go, mixRule).
+	guard string
+	// slots (an exclusive holder of RUN_ID): the range of RUN_ID's --max
+	// slots, read with the key's creation; slotHolder is its oldest key
+	// then (nil: none), read at slotRev.
+	slots      string
+	slotHolder *Owner
+	slotRev    int64
 }
 
 // rpc bounds one request.
@@ -183,15 +199,37 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 		// Every key: the exclusive ones queued before ours are in the way.
 		getOwner = clientv3.OpGet(pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}
+	then := []clientv3.Op{clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease())), getOwner}
+	els := []clientv3.Op{clientv3.OpGet(c.key), getOwner}
+	switch {
+	case c.guard != "":
+		// A --max slot: only while RUN_ID's own mutex has no key (no
+		// exclusive holder or waiter), checked in the same transaction.
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(c.guard), "=", 0).WithPrefix())
+		els = append(els, clientv3.OpGet(c.guard, clientv3.WithFirstCreate()...))
+	case c.slots != "":
+		// An exclusive contender: the slot holders at the revision our key
+		// appears; from then on no new one gets in.
+		read := clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...)
+		then, els = append(then, read), append(els, read)
+	}
 	rctx, cancel := c.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease())), getOwner).
-		Else(clientv3.OpGet(c.key), getOwner).
-		Commit()
+	resp, err := c.cl.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
 	if err != nil {
 		return nil, err
+	}
+	if c.guard != "" && !resp.Succeeded {
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			return nil, &exclusiveFirstError{owner: ownerFromKV(c.runID, kvs[0]), rev: resp.Header.Revision}
+		}
+	}
+	if c.slots != "" {
+		c.slotRev = resp.Header.Revision
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			c.slotHolder = c.l.slotOwnerFromKV(kvs[0])
+		}
 	}
 	c.token = resp.Header.Revision
 	if !resp.Succeeded {

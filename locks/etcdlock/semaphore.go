@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/withlock/withlock/internal/testbuild"
 	"github.com/withlock/withlock/locks"
 )
 
@@ -27,6 +29,21 @@ import (
 // read: a slot freed after the read wakes it, one freed before was seen
 // free. Waiters are not lined up: each freed slot goes to whichever waiter
 // tries first, and the others (woken too) find it taken and watch again.
+//
+// A plain (exclusive) run of the same run id excludes the slot holders, as
+// on the file backend, with the same writer preference:
+//
+//   - a slot's key is created only while RUN_ID's own mutex has no key
+//     (a compare on that range in the creating transaction), so while an
+//     exclusive contender holds or queues there no new slot is taken, and
+//     a --max waiter watches that mutex until its keys are gone;
+//   - an exclusive contender reads the slots' range in the transaction
+//     that creates its key, and once it holds RUN_ID's mutex waits (by
+//     watch) until the slot holders it saw have left. None can have come
+//     after: the compare sees its key.
+//
+// `etcdctl lock RUN_ID`'s name is an exclusive contender to a --max
+// newcomer (its key is in the mutex) but does not wait for slot holders.
 
 func (l *Locker) maxKey(runID string) string { return l.MutexName(runID) + "%00max" }
 
@@ -46,9 +63,6 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	if err := l.agreeMax(ctx, runID, max); err != nil {
 		return nil, 0, err
 	}
-	if err := l.refuseIfShared(ctx, runID, max); err != nil {
-		return nil, 0, err
-	}
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, 0, l.unavailable(err)
@@ -56,45 +70,60 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	defer cl.Close()
 	pause := 100 * time.Millisecond
 	for {
-		owners, rev, err := l.slotOwners(ctx, cl, runID, max)
+		owners, first, rev, err := l.slotOwners(ctx, cl, runID, max)
 		if err != nil {
 			return nil, 0, err
 		}
-		for k, o := range owners {
-			if o != nil {
-				continue
-			}
-			lock, err := l.Acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0)
-			if err == nil {
-				return lock, k, nil
-			}
-			if !errors.Is(err, locks.ErrHeld) {
-				return nil, 0, err
-			}
-			// Taken just now: its owner is named below; our key's
-			// deletion wakes the watch once, and the next read sees it held.
-			owners[k] = heldOwner(err)
+		if testbuild.BrokenSlots {
+			first = nil // negative control: a plain run does not keep slots out
 		}
-		held := make([]locks.Holder, len(owners))
-		for k, o := range owners {
-			if o.Holder != nil {
-				held[k] = *o.Holder
+		if first != nil && first.Shared {
+			return nil, 0, locks.SharedMaxMismatch(runID, false, max, holderOf(first))
+		}
+		watch := l.slotsPrefix(runID)
+		var report func()
+		var timedOut error
+		if first != nil {
+			// RUN_ID's own mutex has a key (a plain run holds or waits, or
+			// etcdctl lock): no slot is taken until it is gone.
+			watch = l.MutexName(runID) + "/"
+			h := holderOf(first)
+			report = func() {
+				if l.OnWait != nil {
+					l.OnWait(&h, time.Since(start))
+				}
 			}
+			timedOut = heldError(runID, first, time.Now())
+		} else {
+			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
+			if err != nil || lock != nil {
+				return lock, k, err
+			}
+			if !taken {
+				continue // RUN_ID's mutex got a key meanwhile: read again
+			}
+			held := make([]locks.Holder, len(owners))
+			for k, o := range owners {
+				if o.Holder != nil {
+					held[k] = *o.Holder
+				}
+			}
+			report = func() {
+				if l.OnWait != nil {
+					l.OnWait(&held[0], time.Since(start))
+				}
+			}
+			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
 		waited := time.Since(start)
 		if wait >= 0 && waited >= wait {
-			return nil, 0, &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
+			return nil, 0, timedOut
 		}
 		left := time.Duration(0)
 		if wait >= 0 {
 			left = wait - waited
 		}
-		report := func() {
-			if l.OnWait != nil {
-				l.OnWait(&held[0], time.Since(start))
-			}
-		}
-		switch woke, err := awaitDelete(ctx, cl, l.slotsPrefix(runID), rev+1, left, report); {
+		switch woke, err := awaitDelete(ctx, cl, watch, rev+1, left, report); {
 		case ctx.Err() != nil:
 			return nil, 0, context.Cause(ctx)
 		case woke:
@@ -111,6 +140,139 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	}
 }
 
+// tryFreeSlots tries each free slot of owners (nil entries) in turn, one
+// attempt each. taken is false when a try found RUN_ID's own mutex with a
+// key (exclusiveFirstError): the caller reads again. A slot taken by
+// someone else just now gets its owner filled in.
+func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (lock *Lock, slot int, taken bool, err error) {
+	for k, o := range owners {
+		if o != nil {
+			continue
+		}
+		lock, err := l.Acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0)
+		var first *exclusiveFirstError
+		switch {
+		case err == nil:
+			return lock, k, true, nil
+		case errors.As(err, &first):
+			return nil, 0, false, nil
+		case !errors.Is(err, locks.ErrHeld):
+			return nil, 0, true, err
+		}
+		// Taken just now: its owner is named below; our key's deletion
+		// wakes the watch once, and the next read sees it held.
+		owners[k] = heldOwner(err)
+	}
+	return nil, 0, true, nil
+}
+
+// mixRule is what a contender for runID checks beyond its own mutex so that
+// a plain run and --max slots of one run id exclude each other: a --max
+// slot's guard (RUN_ID's own mutex, which must be empty), or an exclusive
+// contender's slots (the range of RUN_ID's slots it waits for). Shared
+// contenders, and everyone in the negative-control build, get neither.
+func (l *Locker) mixRule(runID string, shared bool) (guard, slots string) {
+	if shared || testbuild.BrokenSlots {
+		return "", ""
+	}
+	if base, mode, _, ok := locks.ParseSlotRunID(runID); ok {
+		if mode == locks.ModeMax {
+			return l.MutexName(base) + "/", ""
+		}
+		return "", ""
+	}
+	return "", l.slotsPrefix(runID)
+}
+
+// exclusiveFirstError: a --max slot was not taken because RUN_ID's own
+// mutex had a key (owner, the oldest) when its key would have been
+// created. It matches locks.ErrHeld; AcquireSlot reads again and waits.
+type exclusiveFirstError struct {
+	owner *Owner
+	rev   int64
+}
+
+func (e *exclusiveFirstError) Error() string {
+	return heldError(e.owner.RunID, e.owner, time.Now()).Error()
+}
+
+func (e *exclusiveFirstError) Unwrap() error { return locks.ErrHeld }
+
+// slotOwnerFromKV reads a slot's key, whose run id is the derived one.
+func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
+	id, _, _ := splitKey(l.prefix(), string(kv.Key))
+	return ownerFromKV(id, kv)
+}
+
+// awaitNoSlots is the second half of an exclusive acquisition of runID:
+// with its mutex held (so no new slot is taken) it waits until no --max
+// slot holder is left, the wait (counted from start) runs out — the error
+// names a slot holder — ctx ends, or the lease is lost. It watches the
+// slots' range from the revision enqueue read it at: no polling, and a
+// holder that left while we queued wakes it at once.
+func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time.Duration) error {
+	if c.slotHolder == nil {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	if wait > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
+	}
+	defer cancel()
+	go func() {
+		select {
+		case <-c.lease.lost:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	pause := 100 * time.Millisecond
+	for c.slotHolder != nil {
+		b := c.slotHolder
+		if wait == 0 {
+			return heldError(c.runID, b, time.Now())
+		}
+		report := func() {
+			if c.l.OnWait != nil {
+				h := holderOf(b)
+				c.l.OnWait(&h, time.Since(start))
+			}
+		}
+		woke, werr := awaitDelete(wctx, c.cl, c.slots, c.slotRev+1, 0, report)
+		switch {
+		case isClosed(c.lease.lost):
+			return fmt.Errorf("while waiting for the --max slot holders: %w", c.lease.err)
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case wctx.Err() != nil:
+			return heldError(c.runID, b, time.Now())
+		case !woke && werr != nil:
+			// The cluster ended the watch: look again after a pause.
+			if !sleep(wctx, pause, 0) {
+				continue
+			}
+			pause = min(2*pause, 2*time.Second)
+		default:
+			pause = 100 * time.Millisecond
+		}
+		rctx, rcancel := c.rpc(wctx)
+		resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
+		rcancel()
+		if err != nil {
+			if wctx.Err() != nil {
+				continue
+			}
+			return err
+		}
+		c.slotRev, c.slotHolder = resp.Header.Revision, nil
+		if len(resp.Kvs) > 0 {
+			c.slotHolder = c.l.slotOwnerFromKV(resp.Kvs[0])
+		}
+	}
+	c.restamp(ctx)
+	return nil
+}
+
 // heldOwner is the owner an Acquire's ErrHeld names.
 func heldOwner(err error) *Owner {
 	var he *locks.HeldError
@@ -124,21 +286,29 @@ func heldOwner(err error) *Owner {
 	return &Owner{TTL: -1}
 }
 
-// slotOwners reads the keys of runID's max slots in one range: the owner
-// of each slot (nil: free) and the revision read at.
-func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID string, max int) ([]*Owner, int64, error) {
+// slotOwners reads the keys of runID's max slots and the oldest key of
+// runID's own mutex in one transaction: the owner of each slot (nil:
+// free), the mutex's first key (nil: none), and the revision read at.
+func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID string, max int) ([]*Owner, *Owner, int64, error) {
 	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
 	defer cancel()
-	resp, err := cl.Get(rctx, l.slotsPrefix(runID), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	resp, err := cl.Txn(rctx).Then(
+		clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+		clientv3.OpGet(l.MutexName(runID)+"/", clientv3.WithFirstCreate()...),
+	).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 0, context.Cause(ctx)
+			return nil, nil, 0, context.Cause(ctx)
 		}
-		return nil, 0, l.unavailable(err)
+		return nil, nil, 0, l.unavailable(err)
+	}
+	var first *Owner
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		first = ownerFromKV(runID, kvs[0])
 	}
 	owners := make([]*Owner, max)
-	for _, kv := range resp.Kvs {
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		id, _, ok := splitKey(l.prefix(), string(kv.Key))
 		if !ok {
 			continue
@@ -149,7 +319,7 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 		}
 		owners[k] = ownerFromKV(id, kv) // oldest first: the slot's owner
 	}
-	return owners, resp.Header.Revision, nil
+	return owners, first, resp.Header.Revision, nil
 }
 
 // awaitDelete watches the keys under prefix from revision rev until one is

@@ -67,7 +67,7 @@ func (l *Locker) refuseIfMax(ctx context.Context, runID string) error {
 		if err != nil || max < 1 || max > locks.MaxSlots {
 			return nil // not ours to judge: AcquireSlot reports it
 		}
-		owners, _, err := l.slotOwners(rctx, cl, runID, max)
+		owners, _, _, err := l.slotOwners(rctx, cl, runID, max)
 		if err != nil {
 			return err
 		}
@@ -83,21 +83,6 @@ func (l *Locker) refuseIfMax(ctx context.Context, runID string) error {
 		return err
 	}
 	return mismatch
-}
-
-// refuseIfShared refuses --max on a run id held shared: its oldest key,
-// which holds, is a shared holder's.
-func (l *Locker) refuseIfShared(ctx context.Context, runID string, max int) error {
-	var o *Owner
-	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		var err error
-		o, err = l.owner(rctx, cl, runID)
-		return err
-	})
-	if err != nil || o == nil || !o.Shared {
-		return err
-	}
-	return locks.SharedMaxMismatch(runID, false, max, holderOf(o))
 }
 
 // holderOf is what an error can say about o: its holder information, or
