@@ -95,3 +95,81 @@ func TestSemaphoreBreakAndMismatch(t *testing.T) {
 		t.Errorf("holder of the other slot: exit %d, want 76\n%s", res.code, res.stderr)
 	}
 }
+
+// TestPlainAndMaxEtcd: a plain run of a run id held by --max 2 holders is
+// refused (75, naming a holder) or waits for them, and a --max newcomer
+// waits for the plain one, as on the file backend. The plain command takes
+// `flock -x -n` on the file the --max holders hold `flock -s`.
+func TestPlainAndMaxEtcd(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	dir := t.TempDir()
+	holder := `exec 8>"$0/rw"; flock -s -n 8 || { echo "--max beside the plain run"; exit 99; }
+touch "$0/slot.$WITHLOCK_SLOT"; while [ ! -e "$0/go" ]; do sleep 0.05; done`
+	var holders []*background
+	for range 2 {
+		holders = append(holders, start(t, wl(t, s, "--max", "2", "b", "--", "sh", "-c", holder, dir)))
+	}
+	waitFor(t, 30*time.Second, "both slots held", func() bool { return len(mustGlob(t, filepath.Join(dir, "slot.*"))) == 2 })
+	if r := run(t, wl(t, s, "b", "true")); r.code != 75 || !strings.Contains(r.stderr, `run "b" is locked by pid`) {
+		t.Errorf("plain run beside 2 --max holders: exit %d, %q; want 75 naming a holder", r.code, r.stderr)
+	}
+	plain := start(t, wl(t, s, "--wait", "1m", "b", "--", "sh", "-c", `exec 8>"$0/rw"; flock -x -n 8 || { echo "plain beside a --max holder"; exit 99; }
+touch "$0/plain"; while [ ! -e "$0/go2" ]; do sleep 0.05; done`, dir))
+	waitFor(t, 10*time.Second, "the plain run to queue", func() bool { return len(contenders(t, s.Client(t), "b")) == 1 })
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	for i, h := range holders {
+		if res := h.wait(t, 30*time.Second); res.code != 0 {
+			t.Errorf("--max holder %d: exit %d\n%s%s", i, res.code, res.stdout, res.stderr)
+		}
+	}
+	waitFor(t, 30*time.Second, "the plain run to start", func() bool { return exists(filepath.Join(dir, "plain")) })
+	if r := run(t, wl(t, s, "--max", "2", "b", "true")); r.code != 75 || !strings.Contains(r.stderr, `run "b" is locked by pid`) {
+		t.Errorf("--max 2 beside the plain holder: exit %d, %q; want 75 naming it", r.code, r.stderr)
+	}
+	late := start(t, wl(t, s, "--max", "2", "--wait", "1m", "b", "--", "sh", "-c", holder, dir))
+	os.WriteFile(filepath.Join(dir, "go2"), nil, 0o644)
+	if res := plain.wait(t, 30*time.Second); res.code != 0 {
+		t.Errorf("plain run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if res := late.wait(t, 30*time.Second); res.code != 0 {
+		t.Errorf("--max holder after the plain run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestPlainMaxMixEtcd: the mix row with --max 2 for the shared kind: 6
+// processes run run id "mix" in a loop, ¾ `--max 2`, ¼ plain, 1 in 8
+// SIGKILLed: never a plain holder with anyone else, never more than 2
+// --max holders at once, both kinds seen.
+func TestPlainMaxMixEtcd(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	workers, rounds := 6, mixRounds()
+	st := runMixOf(t, s, filepath.Join(binDir, "withlock-etcd"), workers, rounds, 8, "--max", "2")
+	st.report(t, "etcd --max 2/plain", workers, rounds)
+	for _, f := range st.failures {
+		t.Error(f)
+	}
+	if len(st.violations) > 0 {
+		t.Errorf("%d exclusion violations, first: %s", len(st.violations), st.violations[0])
+	}
+	if st.kills == 0 {
+		t.Error("no holder was SIGKILLed: the row did not test crashes")
+	}
+	if st.readerPeak > 2 {
+		t.Errorf("%d --max 2 holders at once", st.readerPeak)
+	}
+	if st.readerPeak < 2 || st.execs == 0 {
+		t.Errorf("--max holders at once %d, plain sections %d: want both kinds, 2 --max holders together", st.readerPeak, st.execs)
+	}
+}
+
+// Negative control: in the withlock_broken_slots build a plain run does not
+// wait for --max holders nor keep them out: the same row records
+// violations.
+func TestPlainMaxMixEtcdControl(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	st := runMixOf(t, s, brokenSlotsBin(t), 6, 10, 8, "--max", "2")
+	st.report(t, "etcd --max 2/plain, broken slots", 6, 10)
+	if len(st.violations) == 0 {
+		t.Fatal("no violations with a plain run that ignores --max holders: the row cannot fail")
+	}
+}

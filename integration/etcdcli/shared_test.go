@@ -143,6 +143,12 @@ type mixStress struct {
 // (withlock-etcd): shared, or one time in four exclusive (a plain run);
 // about one run in killEvery is SIGKILLed once its command has started.
 func runMix(t *testing.T, s *etcdtest.Server, bin string, workers, rounds, killEvery int) mixStress {
+	return runMixOf(t, s, bin, workers, rounds, killEvery, "--shared")
+}
+
+// runMixOf is runMix with the other kind's flags: --shared, or --max N
+// (whose holders run together too, so they take the file shared).
+func runMixOf(t *testing.T, s *etcdtest.Server, bin string, workers, rounds, killEvery int, kind ...string) mixStress {
 	t.Helper()
 	work := t.TempDir()
 	var st mixStress
@@ -158,7 +164,7 @@ func runMix(t *testing.T, s *etcdtest.Server, bin string, workers, rounds, killE
 				if rand.IntN(4) == 0 {
 					env = append(env, "HOW=-x", "WHO=exclusive")
 				} else {
-					args = append(args, "--shared")
+					args = append(args, kind...)
 					env = append(env, "HOW=-s", "WHO=shared")
 				}
 				cmd := exec.Command(bin, append(args, "mix", "--", "sh", "-c", rwSection, work)...)
@@ -302,14 +308,31 @@ func TestSharedExclusiveMixEtcdControl(t *testing.T) {
 		t.Fatal(buildErr)
 	}
 	s := etcdtest.Start(t, etcdtest.Options{})
-	bin := filepath.Join(binDir, "withlock-etcd-broken-slots")
-	out, err := exec.Command("go", "build", "-tags", "etcd,withlock_broken_slots", "-o", bin, "github.com/withlock/withlock/cmd/withlock").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	st := runMix(t, s, bin, 6, 10, 8)
+	st := runMix(t, s, brokenSlotsBin(t), 6, 10, 8)
 	st.report(t, "etcd --shared/exclusive, broken slots", 6, 10)
 	if len(st.violations) == 0 {
 		t.Fatal("no violations with shared holders nobody waits for: the row cannot fail")
 	}
+}
+
+var brokenSlots struct {
+	once sync.Once
+	bin  string
+	err  error
+	out  []byte
+}
+
+// brokenSlotsBin is withlock-etcd built with withlock_broken_slots (the
+// negative controls' build), built once.
+func brokenSlotsBin(t *testing.T) string {
+	t.Helper()
+	b := &brokenSlots
+	b.once.Do(func() {
+		b.bin = filepath.Join(binDir, "withlock-etcd-broken-slots")
+		b.out, b.err = exec.Command("go", "build", "-tags", "etcd,withlock_broken_slots", "-o", b.bin, "github.com/withlock/withlock/cmd/withlock").CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("go build: %v\n%s", b.err, b.out)
+	}
+	return b.bin
 }
