@@ -205,9 +205,13 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 	switch {
 	case c.guard != "":
 		// A --max slot: only while RUN_ID's own mutex has no key (no
-		// exclusive holder or waiter), checked in the same transaction.
+		// exclusive holder or waiter); a shared contender: only while no
+		// --max slot is held. Checked in the same transaction.
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(c.guard), "=", 0).WithPrefix())
 		els = append(els, clientv3.OpGet(c.guard, clientv3.WithFirstCreate()...))
+		if c.shared {
+			els = append(els, clientv3.OpGet(c.l.maxKey(c.runID)))
+		}
 	case c.slots != "":
 		// An exclusive contender: the slot holders at the revision our key
 		// appears; from then on no new one gets in.
@@ -222,6 +226,9 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 	}
 	if c.guard != "" && !resp.Succeeded {
 		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			if c.shared {
+				return nil, c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[3].GetResponseRange().Kvs)
+			}
 			return nil, &exclusiveFirstError{owner: ownerFromKV(c.runID, kvs[0]), rev: resp.Header.Revision}
 		}
 	}

@@ -5,9 +5,12 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/etcdlock"
@@ -206,4 +209,34 @@ func TestMaxWaitsForEtcdctl(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("--max waiter not in within 10 s of etcdctl letting go")
 	}
+}
+
+// --shared is refused by the slot keys themselves, read in the transaction
+// that would create its key, not by an earlier look at the recorded size:
+// a slot key planted with no size recorded (what a --shared newcomer could
+// see between that look and its key, while a --max first holder starts)
+// still refuses it, naming the slot holder, and leaves no key behind.
+func TestSharedRefusedBySlotKey(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	l := newLocker(s)
+	cl := s.Client(t)
+	lease, err := cl.Grant(etcdtest.Ctx(t), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slotKey := l.MutexName(locks.SlotRunID("job", locks.ModeMax, 0)) + "/1"
+	if _, err := cl.Put(etcdtest.Ctx(t), slotKey, `{"run_id":"job","lock_id":"1","pid":4242,"created_at":1}`, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.AcquireShared(context.Background(), "job", time.Minute)
+	if !errors.Is(err, locks.ErrModeMismatch) || !strings.Contains(err.Error(), "pid 4242") {
+		t.Fatalf("--shared beside a planted slot key: %v; want a mode mismatch naming pid 4242", err)
+	}
+	if keys := contenders(t, s, l, "job"); len(keys) != 0 {
+		t.Errorf("the refused shared contender left %v", keys)
+	}
+	if _, err := cl.Revoke(etcdtest.Ctx(t), lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquireShared(t, newLocker(s), "job", 0)
 }

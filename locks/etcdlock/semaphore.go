@@ -167,13 +167,18 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 }
 
 // mixRule is what a contender for runID checks beyond its own mutex so that
-// a plain run and --max slots of one run id exclude each other: a --max
-// slot's guard (RUN_ID's own mutex, which must be empty), or an exclusive
-// contender's slots (the range of RUN_ID's slots it waits for). Shared
-// contenders, and everyone in the negative-control build, get neither.
+// a plain run and --max slots of one run id exclude each other, and --max
+// and --shared never hold together: a guard, a range that must be empty
+// when the contender's key is created (for a --max slot RUN_ID's own
+// mutex; for a shared contender RUN_ID's slots), or an exclusive
+// contender's slots (the range of RUN_ID's slots it waits for). Nobody
+// gets either in the negative-control build.
 func (l *Locker) mixRule(runID string, shared bool) (guard, slots string) {
-	if shared || testbuild.BrokenSlots {
+	if testbuild.BrokenSlots {
 		return "", ""
+	}
+	if shared {
+		return l.slotsPrefix(runID), ""
 	}
 	if base, mode, _, ok := locks.ParseSlotRunID(runID); ok {
 		if mode == locks.ModeMax {

@@ -41,48 +41,27 @@ import (
 
 // AcquireShared takes runID shared, waiting up to wait (< 0: forever; 0:
 // one attempt). Its errors are Acquire's; a wait that ran out names the
-// exclusive holder (or waiter) in the way.
+// exclusive holder (or waiter) in the way. While a --max slot of runID is
+// held it is refused (locks.ErrModeMismatch, naming both), by a compare in
+// the transaction that would create its key, so a --shared and a --max
+// first holder cannot both start.
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	if testbuild.BrokenSlots {
 		// Negative control: a mutex of its own, so nobody excludes it.
 		runID += "\x00broken " + randomHex()
 	}
-	if err := l.refuseIfMax(ctx, runID); err != nil {
-		return nil, err
-	}
 	return l.acquire(ctx, runID, wait, true)
 }
 
-// refuseIfMax refuses --shared on a run id whose --max semaphore has a
-// holder (locks.ErrModeMismatch, naming both), as the file backend does.
-// Two first holders of either kind at the same instant can both start.
-func (l *Locker) refuseIfMax(ctx context.Context, runID string) error {
-	var mismatch error
-	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		resp, err := cl.Get(rctx, l.maxKey(runID))
-		if err != nil || len(resp.Kvs) == 0 {
-			return err
-		}
-		max, err := strconv.Atoi(string(resp.Kvs[0].Value))
-		if err != nil || max < 1 || max > locks.MaxSlots {
-			return nil // not ours to judge: AcquireSlot reports it
-		}
-		owners, _, _, err := l.slotOwners(rctx, cl, runID, max)
-		if err != nil {
-			return err
-		}
-		for _, o := range owners {
-			if o != nil {
-				mismatch = locks.SharedMaxMismatch(runID, true, max, holderOf(o))
-				return nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+// sharedBesideMax is the refusal of --shared on a run id whose --max
+// semaphore has a holder (slot, the oldest slot key), naming both as the
+// file backend does; maxKV is the recorded size.
+func (l *Locker) sharedBesideMax(runID string, slot *mvccpb.KeyValue, maxKV []*mvccpb.KeyValue) error {
+	max := 0
+	if len(maxKV) > 0 {
+		max, _ = strconv.Atoi(string(maxKV[0].Value))
 	}
-	return mismatch
+	return locks.SharedMaxMismatch(runID, true, max, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // holderOf is what an error can say about o: its holder information, or
