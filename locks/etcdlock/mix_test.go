@@ -120,7 +120,8 @@ func TestPlainWaitsForMaxSlots(t *testing.T) {
 
 // A --max newcomer waits for a plain holder of the run id (wait 0: refused
 // naming it), by watch: no request for 2 s; the plain release lets it in.
-// The wait ends naming the plain holder when it runs out.
+// The wait ends naming the plain holder when it runs out. A slot's key is
+// never created while the plain one holds.
 func TestMaxWaitsForPlain(t *testing.T) {
 	s := etcdtest.Start(t, etcdtest.Options{})
 	ctx := context.Background()
@@ -131,6 +132,17 @@ func TestMaxWaitsForPlain(t *testing.T) {
 		if !errors.As(err, &he) || he.Holder.Path != plain.Key {
 			t.Fatalf("--max 2 beside a plain holder, wait %v: %v; want held by %s", wait, err, plain.Key)
 		}
+	}
+
+	// The guard itself, without AcquireSlot's look beforehand (what a
+	// newcomer meets when the plain run comes between the look and its
+	// key): the slot's key is not created.
+	slot0 := locks.SlotRunID("b", locks.ModeMax, 0)
+	if _, err := newLocker(s).Acquire(ctx, slot0, 0); !errors.Is(err, locks.ErrHeld) {
+		t.Fatalf("slot 0's mutex while a plain run holds b: %v; want refused", err)
+	}
+	if keys := contenders(t, s, newLocker(s), slot0); len(keys) != 0 {
+		t.Fatalf("the refused slot left %v", keys)
 	}
 
 	w := newLocker(s)
