@@ -217,6 +217,22 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 		st.Locks = append(st.Locks, ls)
 	}
 	st.Semaphores = slotSummary(st.Locks)
+	for i := range st.Semaphores {
+		// A --max semaphore's size is its own key: one read per one listed
+		// (it showed "max 0" and "[slot K]" before).
+		sem := &st.Semaphores[i]
+		if sem.Mode != string(locks.ModeMax) {
+			continue
+		}
+		if max, found, err := l.MaxOf(context.Background(), sem.RunID); err == nil && found {
+			sem.Max = max
+			for j := range st.Locks {
+				if ls := &st.Locks[j]; ls.RunID == sem.RunID && ls.Mode == sem.Mode {
+					ls.Max = max
+				}
+			}
+		}
+	}
 	return st
 }
 

@@ -98,7 +98,7 @@ func TestSemaphoreBreakAndMismatch(t *testing.T) {
 
 // TestPlainAndMaxEtcd: a plain run of a run id held by --max 2 holders is
 // refused (75, naming a holder) or waits for them, and a --max newcomer
-// waits for the plain one, as on the file backend. The plain command takes
+// waits for the plain one, as on the file backend. status names the size. The plain command takes
 // `flock -x -n` on the file the --max holders hold `flock -s`.
 func TestPlainAndMaxEtcd(t *testing.T) {
 	s := etcdtest.Start(t, etcdtest.Options{})
@@ -112,6 +112,9 @@ touch "$0/slot.$WITHLOCK_SLOT"; while [ ! -e "$0/go" ]; do sleep 0.05; done`
 	waitFor(t, 30*time.Second, "both slots held", func() bool { return len(mustGlob(t, filepath.Join(dir, "slot.*"))) == 2 })
 	if r := run(t, wl(t, s, "b", "true")); r.code != 75 || !strings.Contains(r.stderr, `run "b" is locked by pid`) {
 		t.Errorf("plain run beside 2 --max holders: exit %d, %q; want 75 naming a holder", r.code, r.stderr)
+	}
+	if st := run(t, admin(t, s, "status", "b")); !strings.Contains(st.stdout, "b [slot 1 of 2]") || !strings.Contains(st.stdout, "max 2") {
+		t.Errorf("status b with 2 --max 2 holders: exit %d\n%s%s", st.code, st.stdout, st.stderr)
 	}
 	plain := start(t, wl(t, s, "--wait", "1m", "b", "--", "sh", "-c", `exec 8>"$0/rw"; flock -x -n 8 || { echo "plain beside a --max holder"; exit 99; }
 touch "$0/plain"; while [ ! -e "$0/go2" ]; do sleep 0.05; done`, dir))
