@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -23,11 +24,17 @@ import (
 // DialTimeout), refused credentials are not. ctx ending aborts with
 // context.Cause(ctx).
 func (l *Locker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
-	return l.acquire(ctx, runID, wait, false)
+	return l.acquire(ctx, runID, wait, acquireKind{})
 }
 
-// acquire is Acquire, or AcquireShared when shared is set.
-func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, shared bool) (*Lock, error) {
+// acquireKind is what an acquisition takes beyond a plain run lock.
+type acquireKind struct {
+	shared bool // AcquireShared
+	max    int  // a --max slot (runID is the slot's derived id): the size it was agreed at
+}
+
+// acquire is Acquire, AcquireShared, or one try at a --max slot.
+func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, kind acquireKind) (*Lock, error) {
 	if len(l.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", locks.ErrUnavailable)
 	}
@@ -38,7 +45,7 @@ func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, 
 	}
 	pause := 100 * time.Millisecond
 	for {
-		lock, err := l.attempt(ctx, runID, start, wait, shared)
+		lock, err := l.attempt(ctx, runID, start, wait, kind)
 		switch {
 		case err == nil:
 			l.warnIfGraceTooLong(lock)
@@ -101,7 +108,8 @@ func sleep(ctx context.Context, d, left time.Duration) bool {
 
 // attempt is one try with a fresh client: lease, enqueue, lock. Whatever
 // it set up is torn down when it fails.
-func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wait time.Duration, shared bool) (lock *Lock, err error) {
+func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wait time.Duration, kind acquireKind) (lock *Lock, err error) {
+	shared := kind.shared
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, err
@@ -127,7 +135,11 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		}
 	}()
 	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: shared}
-	c.guard, c.slots = l.mixRule(runID, shared) // semaphore.go
+	c.guard, c.slots, c.sizeKey = l.mixRule(runID, shared) // semaphore.go
+	c.size = strconv.Itoa(kind.max)
+	if kind.max == 0 {
+		c.sizeKey = "" // a slot's mutex taken by its own name (tests): no size to keep
+	}
 	owner, err := c.enqueue(ctx)
 	switch {
 	case err != nil:
@@ -180,6 +192,9 @@ type contender struct {
 	slots      string
 	slotHolder *Owner
 	slotRev    int64
+	// sizeKey (a --max slot): RUN_ID's size key, which must hold size
+	// when the slot's key is created.
+	sizeKey, size string
 }
 
 // rpc bounds one request.
@@ -212,6 +227,11 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 		if c.shared {
 			els = append(els, clientv3.OpGet(c.l.maxKey(c.runID)))
 		}
+		if c.sizeKey != "" {
+			// ... and only while the size is still the one agreed.
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(c.sizeKey), "=", c.size))
+			els = append(els, clientv3.OpGet(c.sizeKey))
+		}
 	case c.slots != "":
 		// An exclusive contender: the slot holders at the revision our key
 		// appears; from then on no new one gets in.
@@ -230,6 +250,11 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 				return nil, c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[3].GetResponseRange().Kvs)
 			}
 			return nil, &exclusiveFirstError{owner: ownerFromKV(c.runID, kvs[0]), rev: resp.Header.Revision}
+		}
+		if c.sizeKey != "" {
+			if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != c.size {
+				return nil, errSizeChanged
+			}
 		}
 	}
 	if c.slots != "" {

@@ -96,6 +96,12 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			timedOut = heldError(runID, first, time.Now())
 		} else {
 			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
+			if errors.Is(err, errSizeChanged) {
+				if err := l.agreeMax(ctx, runID, max); err != nil {
+					return nil, 0, err
+				}
+				continue
+			}
 			if err != nil || lock != nil {
 				return lock, k, err
 			}
@@ -149,14 +155,14 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 		if o != nil {
 			continue
 		}
-		lock, err := l.Acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0)
+		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
 		var first *exclusiveFirstError
 		switch {
 		case err == nil:
 			return lock, k, true, nil
 		case errors.As(err, &first):
 			return nil, 0, false, nil
-		case !errors.Is(err, locks.ErrHeld):
+		case errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
 			return nil, 0, true, err
 		}
 		// Taken just now: its owner is named below; our key's deletion
@@ -173,21 +179,27 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 // mutex; for a shared contender RUN_ID's slots), or an exclusive
 // contender's slots (the range of RUN_ID's slots it waits for). Nobody
 // gets either in the negative-control build.
-func (l *Locker) mixRule(runID string, shared bool) (guard, slots string) {
+func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey string) {
 	if testbuild.BrokenSlots {
-		return "", ""
+		return "", "", ""
 	}
 	if shared {
-		return l.slotsPrefix(runID), ""
+		return l.slotsPrefix(runID), "", ""
 	}
 	if base, mode, _, ok := locks.ParseSlotRunID(runID); ok {
 		if mode == locks.ModeMax {
-			return l.MutexName(base) + "/", ""
+			return l.MutexName(base) + "/", "", l.maxKey(base)
 		}
-		return "", ""
+		return "", "", ""
 	}
-	return "", l.slotsPrefix(runID)
+	return "", l.slotsPrefix(runID), ""
 }
+
+// errSizeChanged: a --max slot was not taken because RUN_ID's size key no
+// longer holds the size agreed (a --max of another size took it over, once
+// no slot was held). AcquireSlot agrees again, which names the other size
+// once it has a holder. It matches locks.ErrHeld, so acquire does not retry.
+var errSizeChanged = fmt.Errorf("%w: the semaphore's size changed", locks.ErrHeld)
 
 // exclusiveFirstError: a --max slot was not taken because RUN_ID's own
 // mutex had a key (owner, the oldest) when its key would have been
@@ -408,7 +420,11 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 			}
 		}
 		rctx, cancel = context.WithTimeout(ctx, l.dialTimeout())
-		swap, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
+		// Only while no slot key exists at all: a slot of the old size
+		// taken since the look above keeps the size (its transaction
+		// compares the size's value).
+		swap, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision),
+			clientv3.Compare(clientv3.CreateRevision(l.slotsPrefix(runID)), "=", 0).WithPrefix()).
 			Then(clientv3.OpPut(key, want)).Commit()
 		cancel()
 		if err != nil {

@@ -50,7 +50,7 @@ func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Dura
 		// Negative control: a mutex of its own, so nobody excludes it.
 		runID += "\x00broken " + randomHex()
 	}
-	return l.acquire(ctx, runID, wait, true)
+	return l.acquire(ctx, runID, wait, acquireKind{shared: true})
 }
 
 // sharedBesideMax is the refusal of --shared on a run id whose --max
