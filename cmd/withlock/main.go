@@ -65,6 +65,17 @@ func run(args []string) (int, syscall.Signal) {
 	return report(err), signalOf(err)
 }
 
+// exitNow ends the process with err's status, as main does with what run
+// returns: for a release that never finishes (releaseBounded), which must
+// not keep the process alive.
+func exitNow(err error) {
+	code := report(err)
+	if sig := signalOf(err); sig != 0 {
+		dieOf(sig)
+	}
+	os.Exit(code)
+}
+
 // report prints err (unless it asks for silence) and returns its status.
 func report(err error) int {
 	if err == nil {

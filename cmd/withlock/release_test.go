@@ -50,7 +50,7 @@ func TestReleaseBounded(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		f := newFakeHeld(tc.err, nil)
-		releaseBounded(zerolog.New(&out), "x", f, func() { stopped++ })
+		releaseBounded(zerolog.New(&out), "x", f, func() { stopped++ }, func() { t.Errorf("%s: stuck", tc.name) })
 		select {
 		case <-f.released:
 		default:
@@ -68,11 +68,18 @@ func TestReleaseBounded(t *testing.T) {
 	releaseBound = 50 * time.Millisecond
 	var out bytes.Buffer
 	block := make(chan struct{})
-	defer close(block)
 	start := time.Now()
-	releaseBounded(zerolog.New(&out), "x", newFakeHeld(nil, block), func() {})
-	if took := time.Since(start); took < releaseBound {
-		t.Errorf("a hanging release returned after %v, before the %v bound", took, releaseBound)
+	var stuckAt time.Duration
+	// In withlock onStuck ends the process; here it lets the release go.
+	releaseBounded(zerolog.New(&out), "x", newFakeHeld(nil, block), func() {}, func() {
+		stuckAt = time.Since(start)
+		close(block)
+	})
+	if stuckAt == 0 {
+		t.Fatalf("a hanging release never called onStuck")
+	}
+	if stuckAt < releaseBound {
+		t.Errorf("onStuck ran after %v, before the %v bound", stuckAt, releaseBound)
 	}
 	if !strings.Contains(out.String(), "lock release timed out") {
 		t.Errorf("hanging release logged %q", out.String())
@@ -87,7 +94,7 @@ func TestReleaseBoundedWaitsForASlowRelease(t *testing.T) {
 	f := newFakeHeld(errors.New("unlink /d/x.lock: input/output error"), block)
 	returned := make(chan struct{})
 	go func() {
-		releaseBounded(zerolog.New(&out), "x", f, func() {})
+		releaseBounded(zerolog.New(&out), "x", f, func() {}, func() { t.Error("a release inside the bound was called stuck") })
 		close(returned)
 	}()
 	select {

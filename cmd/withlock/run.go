@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -124,7 +125,7 @@ func runAction(c *cli.Context) error {
 // names the lock in logs (run id or scope name); failure maps a failed
 // acquisition to its exit status.
 func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) error {
+	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
 	if opts.dieWithParent {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
@@ -142,7 +143,9 @@ func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Sig
 	// renewal rewrites the lock's payload.
 	env := childEnv(os.Environ(), lock.Env())
 	lost, stopHeartbeat := lock.Heartbeat()
-	defer releaseBounded(log, id, lock, stopHeartbeat)
+	defer func() {
+		releaseBounded(log, id, lock, stopHeartbeat, func() { exitNow(result) })
+	}()
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
@@ -269,21 +272,28 @@ func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, r
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
 }
 
-// releaseBounded stops the heartbeat and releases the lock, giving up after
-// a bound: a release that cannot finish is logged and never blocks exit
-// (the TTL frees the lock anyway).
-func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func()) {
+// releaseBounded stops the heartbeat and releases the lock, on the calling
+// goroutine. A release that has not finished after releaseBound (a hung
+// filesystem) must never block exit, the TTL frees the lock anyway: it is
+// logged and onStuck runs, from the timer's goroutine; onStuck ends the
+// process with the run's status (exitNow), so the hung release is left
+// behind. releaseBounded returns only once onStuck has returned, if it ran.
+func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func(), onStuck func()) {
 	stopHeartbeat()
 	freeReserve() // the descriptors set aside for this release (fdlimit.go)
-	done := make(chan error, 1)
-	go func() { done <- lock.Release() }()
-	bound := time.NewTimer(releaseBound)
-	defer bound.Stop()
-	var err error
-	select {
-	case err = <-done:
-	case <-bound.C:
-		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+	var settled atomic.Bool // by the release or by the bound, whichever is first
+	stuckDone := make(chan struct{})
+	bound := time.AfterFunc(releaseBound, func() {
+		if settled.CompareAndSwap(false, true) {
+			log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+			onStuck()
+			close(stuckDone)
+		}
+	})
+	err := lock.Release()
+	bound.Stop()
+	if !settled.CompareAndSwap(false, true) {
+		<-stuckDone // the bound was reached first
 		return
 	}
 	if err != nil && !errors.Is(err, locks.ErrLost) {

@@ -8,14 +8,17 @@ import (
 )
 
 func init() {
-	at := os.Getenv("WITHLOCK_CRASH_AT")
-	if at == "" {
+	crashAt, hangAt := os.Getenv("WITHLOCK_CRASH_AT"), os.Getenv("WITHLOCK_HANG_AT")
+	if crashAt == "" && hangAt == "" {
 		return
 	}
 	CrashAt = func(point string) {
-		if point == at {
+		switch point {
+		case crashAt:
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // never returns: KILL is on its way
+		case hangAt:
+			select {} // as a system call on a hung filesystem would
 		}
 	}
 }

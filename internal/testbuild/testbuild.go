@@ -8,8 +8,10 @@ package testbuild
 
 // CrashAt, when set, is called at named points of the lock's state
 // transitions: acquire:after-temp, acquire:after-link, renew:after-temp,
-// reclaim:after-rename, tree:after-create, scope:mid-write. The crash build
-// sets it to SIGKILL the process at the point WITHLOCK_CRASH_AT names.
+// reclaim:after-rename, tree:after-create, scope:mid-write, and the
+// *:verified points of renew and release. The crash build sets it to
+// SIGKILL the process at the point WITHLOCK_CRASH_AT names, and to block
+// for ever (a hung filesystem) at the point WITHLOCK_HANG_AT names.
 var CrashAt func(point string)
 
 // SkipLockIDCheck, set only in the negative-control build, makes renew and
