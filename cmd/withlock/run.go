@@ -280,7 +280,7 @@ func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, r
 // behind. releaseBounded returns only once onStuck has returned, if it ran.
 func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func(), onStuck func()) {
 	stopHeartbeat()
-	freeReserve() // the descriptors set aside for this release (fdlimit.go)
+	freeReserve()           // the descriptors set aside for this release (fdlimit.go)
 	var settled atomic.Bool // by the release or by the bound, whichever is first
 	stuckDone := make(chan struct{})
 	bound := time.AfterFunc(releaseBound, func() {
