@@ -55,22 +55,23 @@ func (e *DecodeError) Error() string {
 // Fields it does not know are kept, at both levels, with their exact keys
 // and values.
 func DecodeTable(data []byte) (*Table, error) {
-	return decode(string(data))
+	return decode(string(data), nil)
 }
 
 // decodeOwned is DecodeTable for content that nothing changes afterwards
 // (the registry or its backup as just read into a buffer of its own): the
 // table's strings share the buffer's bytes instead of a copy of them. A
 // value kept past the read (Keep's allocation) is cloned (detached).
-func decodeOwned(data []byte) (*Table, error) {
-	return decode(unsafe.String(unsafe.SliceData(data), len(data)))
+// The allocations go into into's room when it is large enough.
+func decodeOwned(data []byte, into []Allocation) (*Table, error) {
+	return decode(unsafe.String(unsafe.SliceData(data), len(data)), into)
 }
 
-func decode(s string) (*Table, error) {
+func decode(s string, into []Allocation) (*Table, error) {
 	if len(s) > maxSize {
 		return nil, &DecodeError{Offset: maxSize, Msg: fmt.Sprintf("over %d bytes", maxSize)}
 	}
-	d := &decoder{s: s}
+	d := &decoder{s: s, into: into}
 	t, err := d.document()
 	if err != nil {
 		return nil, err
@@ -82,6 +83,7 @@ type decoder struct {
 	s     string
 	i     int // the next byte to read
 	depth int
+	into  []Allocation // room for the allocations, when large enough
 }
 
 // span is one value of the document: s[start:end].
@@ -497,7 +499,11 @@ func (d *decoder) allocations() (allocs []Allocation, typeErr, err error) {
 		}
 		return nil, &DecodeError{Offset: at, Path: "allocations", Msg: "want an array or null"}, nil
 	}
-	allocs = make([]Allocation, 0, d.countHint())
+	if hint := d.countHint(); cap(d.into) >= hint {
+		allocs, d.into = d.into[:0], nil
+	} else {
+		allocs = make([]Allocation, 0, hint+hint/8+4) // room for the next read's: the registry grows
+	}
 	err = d.array(func(k int) error {
 		a, aerr, err := d.allocation(k)
 		if err != nil {

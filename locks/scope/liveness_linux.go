@@ -43,7 +43,7 @@ func listPresent() presentPIDs {
 	}
 	defer unix.Close(fd)
 	pids := make(presentPIDs, 0, 1024)
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 16<<10) // a few hundred processes a call; more is fresh memory (page faults)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {

@@ -109,7 +109,7 @@ func (f *Registry) reclaim(reg *Table, w interest) {
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
 func (f *Registry) Status(ctx context.Context) ([]Node, error) {
-	file, data, err := f.openRead(ctx, sharedExisting)
+	file, data, err := f.openRead(ctx, sharedExisting, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reg, _, err := f.load(file, data)
+	reg, _, err := f.load(file, data, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 // cannot be read for an OS error (EMFILE…), which says nothing about its
 // content. It returns the paths things were moved to.
 func (f *Registry) Reset(ctx context.Context) ([]string, error) {
-	file, data, err := f.openRead(ctx, exclusiveExisting)
+	file, data, err := f.openRead(ctx, exclusiveExisting, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer file.Close()
-	if _, _, err = f.load(file, data); !errors.Is(err, ErrCorrupt) {
+	if _, _, err = f.load(file, data, nil); !errors.Is(err, ErrCorrupt) {
 		return nil, err
 	}
 	var moved []string

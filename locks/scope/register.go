@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -149,7 +150,7 @@ func (r *Table) checkConflicts(allow []Spec, parent *Allocation) error {
 		}
 	}
 	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
+		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return conflict
@@ -185,7 +186,7 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 	if len(touching) == 0 || !want.Intersects(other.Effective()) {
 		return Competitor{}, false
 	}
-	return Competitor{Name: other.Name, PID: other.PID, Scopes: touching}, true
+	return Competitor{Name: strings.Clone(other.Name), PID: other.PID, Scopes: touching}, true // outlives the read
 }
 
 // Restore puts a holder's own allocation back after it went missing from
@@ -216,7 +217,7 @@ func (r *Table) Restore(a Allocation) error {
 		}
 	}
 	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
+		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return fmt.Errorf("%w: %w", ErrLost, conflict)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"weak"
 
 	"github.com/rs/zerolog"
 
@@ -141,8 +142,10 @@ type Stamp struct {
 
 // transform is Transform, returning the stamp of the file as it left it.
 func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp Stamp, err error) {
-	file, data, err := f.openRead(ctx, exclusive)
+	mem := takeTransformMemory()
+	file, data, err := f.openRead(ctx, exclusive, mem.data)
 	if err != nil {
+		mem.keep(nil, nil, nil)
 		return Stamp{}, err
 	}
 	defer file.Close() // releases the flock; after the stamp below
@@ -151,7 +154,13 @@ func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp 
 			stamp, _ = fileStamp(file)
 		}
 	}()
-	reg, restored, err := f.load(file, data)
+	reg, restored, err := f.load(file, data, mem.allocs)
+	var out []byte
+	var decoded []Allocation
+	if reg != nil {
+		decoded = reg.Allocations
+	}
+	defer func() { mem.keep(data, decoded, out) }() // after the last use of data and out
 	if err != nil {
 		return Stamp{}, err
 	}
@@ -164,17 +173,64 @@ func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp 
 	if err := fn(reg); err != nil {
 		return Stamp{}, err
 	}
-	buf := encodeBuffers.Get().(*[]byte)
-	out := reg.appendTo(*buf)
-	defer func() { *buf = out[:0]; encodeBuffers.Put(buf) }() // written to the files and done with
+	out = reg.appendTo(mem.out)
 	if !restored && bytes.Equal(out, data) {
 		return Stamp{}, nil
 	}
 	return Stamp{}, f.write(file, out, data, restored)
 }
 
-// encodeBuffers hold the bytes of earlier rewrites for the next one.
-var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// transformMemory is what a read-modify-write reads, decodes and encodes
+// into, kept for the next one (a scoped command's release after its
+// register): memory a process touches for the first time costs a page
+// fault per 4 KiB, about 20 µs each on a VM, more than the decoding.
+// Nothing of a table read from the registry outlives its transform: the
+// strings share the read buffer, so what fn keeps it copies (Keep detaches
+// the allocation, a conflict clones the names it reports).
+//
+// One is kept, weakly: the next garbage collection frees it (a holder's
+// process, which may run for days, does not keep a copy of the registry's
+// size). Not a sync.Pool: register and release run on different threads,
+// and a pool hands back what one thread put to that thread first.
+type transformMemory struct {
+	data   []byte
+	allocs []Allocation
+	out    []byte
+}
+
+var lastTransformMemory struct {
+	sync.Mutex
+	p weak.Pointer[transformMemory]
+}
+
+func takeTransformMemory() *transformMemory {
+	lastTransformMemory.Lock()
+	defer lastTransformMemory.Unlock()
+	m := lastTransformMemory.p.Value()
+	lastTransformMemory.p = weak.Pointer[transformMemory]{}
+	if m == nil {
+		m = new(transformMemory)
+	}
+	return m
+}
+
+// keep puts the buffers of a transform back for the next one; allocs is
+// the slice the decoder filled (fn may have replaced the table's).
+func (m *transformMemory) keep(data []byte, allocs []Allocation, out []byte) {
+	if cap(data) > cap(m.data) {
+		m.data = data[:0]
+	}
+	if cap(allocs) > cap(m.allocs) {
+		m.allocs = allocs[:0]
+	}
+	clear(m.allocs[:cap(m.allocs)]) // no string of this read stays reachable
+	if cap(out) > cap(m.out) {
+		m.out = out[:0]
+	}
+	lastTransformMemory.Lock()
+	lastTransformMemory.p = weak.Make(m)
+	lastTransformMemory.Unlock()
+}
 
 // restoreWindow bounds how much later than its backup a torn registry may
 // have been written to count as that very rewrite cut short: the rewrite
@@ -194,10 +250,10 @@ const restoreWindow = 10 * time.Second
 // one emptied by another writer is not. Everything else is ErrCorrupt,
 // naming the file and `withlock scope reset`; an OS error reading the
 // backup (EMFILE, ENOMEM, EIO…) is ErrUnusable and says what failed.
-func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, err error) {
+func (f *Registry) load(file *os.File, data []byte, into []Allocation) (reg *Table, restored bool, err error) {
 	why := "empty"
 	if len(data) > 0 {
-		reg, err := decodeOwned(data)
+		reg, err := decodeOwned(data, into)
 		if err == nil {
 			return reg, false, nil
 		}
@@ -206,7 +262,7 @@ func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, 
 	bak, bakInfo, bakErr := f.readBackup()
 	switch {
 	case bakErr == nil:
-		reg, err := decodeOwned(bak)
+		reg, err := decodeOwned(bak, into)
 		if err != nil {
 			why += fmt.Sprintf(", and its backup %s does not parse either (%v)", f.backupPath(), err)
 			break
@@ -312,13 +368,14 @@ func (f *Registry) rewrite(file *os.File, data []byte) error {
 }
 
 // openRead opens the registry with access, which takes its flock, and
-// reads it. The caller closes the file, which releases the flock.
-func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
+// reads it (into buf's room, when large enough). The caller closes the
+// file, which releases the flock.
+func (f *Registry) openRead(ctx context.Context, access registryAccess, buf []byte) (*os.File, []byte, error) {
 	file, err := f.openLocked(ctx, access)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := f.readRegistry(file)
+	data, err := f.readRegistry(file, buf)
 	if err != nil {
 		file.Close()
 		return nil, nil, err
@@ -329,8 +386,8 @@ func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.Fil
 // readRegistry reads the whole locked file; past maxSize only one byte
 // more is read, for DecodeTable to refuse. An error is ErrUnusable, never
 // ErrCorrupt: it says nothing about what the file holds.
-func (f *Registry) readRegistry(file *os.File) ([]byte, error) {
-	data, err := f.fs().ReadRegistry(file, maxSize)
+func (f *Registry) readRegistry(file *os.File, buf []byte) ([]byte, error) {
+	data, err := f.fs().ReadRegistry(file, maxSize, buf)
 	if err != nil {
 		return nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
 	}
