@@ -231,60 +231,23 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 	if c.slotHolder == nil {
 		return nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	if wait > 0 {
-		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
-	}
-	defer cancel()
-	go func() {
-		select {
-		case <-c.lease.lost:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	pause := 100 * time.Millisecond
-	for c.slotHolder != nil {
-		b := c.slotHolder
-		if wait == 0 {
-			return heldError(c.runID, b, time.Now())
-		}
-		report := func() {
-			if c.l.OnWait != nil {
-				h := holderOf(b)
-				c.l.OnWait(&h, time.Since(start))
+	err := c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
+		func() *Owner { return c.slotHolder },
+		func(wctx context.Context) (int64, error) {
+			rctx, rcancel := c.rpc(wctx)
+			resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
+			rcancel()
+			if err != nil {
+				return 0, err
 			}
-		}
-		woke, werr := awaitDelete(wctx, c.cl, c.slots, c.slotRev+1, 0, report)
-		switch {
-		case isClosed(c.lease.lost):
-			return fmt.Errorf("while waiting for the --max slot holders: %w", c.lease.err)
-		case ctx.Err() != nil:
-			return context.Cause(ctx)
-		case wctx.Err() != nil:
-			return heldError(c.runID, b, time.Now())
-		case !woke && werr != nil:
-			// The cluster ended the watch: look again after a pause.
-			if !sleep(wctx, pause, 0) {
-				continue
+			c.slotRev, c.slotHolder = resp.Header.Revision, nil
+			if len(resp.Kvs) > 0 {
+				c.slotHolder = c.l.slotOwnerFromKV(resp.Kvs[0])
 			}
-			pause = min(2*pause, 2*time.Second)
-		default:
-			pause = 100 * time.Millisecond
-		}
-		rctx, rcancel := c.rpc(wctx)
-		resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
-		rcancel()
-		if err != nil {
-			if wctx.Err() != nil {
-				continue
-			}
-			return err
-		}
-		c.slotRev, c.slotHolder = resp.Header.Revision, nil
-		if len(resp.Kvs) > 0 {
-			c.slotHolder = c.l.slotOwnerFromKV(resp.Kvs[0])
-		}
+			return c.slotRev, nil
+		})
+	if err != nil {
+		return err
 	}
 	c.restamp(ctx)
 	return nil

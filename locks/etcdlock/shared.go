@@ -94,6 +94,31 @@ func (c *contender) blocker() *Owner {
 // wait runs out (the exclusive holder is named), ctx ends, or the lease is
 // lost. enqueue has read the keys older than ours.
 func (c *contender) lockShared(ctx context.Context, start time.Time, wait time.Duration) error {
+	readRev := c.acquiredRev
+	err := c.awaitGone(ctx, start, wait, "", c.l.MutexName(c.runID)+"/", readRev, c.blocker,
+		func(wctx context.Context) (int64, error) {
+			rev, err := c.readOlder(wctx)
+			if err == nil {
+				readRev = rev
+			}
+			return rev, err
+		})
+	if err != nil {
+		return err
+	}
+	c.acquiredRev = readRev
+	c.restamp(ctx)
+	return nil
+}
+
+// awaitGone waits until blocker names no one in the way, the wait (from
+// start; 0: do not wait) runs out (the error names the one in the way),
+// ctx ends, or the lease is lost (what says what was awaited). Between two
+// looks it watches prefix, from the revision the last look read at, for a
+// deletion (no polling: a pause only when the cluster ends the watch), and
+// reread looks again, returning the revision it read at.
+func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Duration, what, prefix string,
+	rev int64, blocker func() *Owner, reread func(context.Context) (int64, error)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	if wait > 0 {
 		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
@@ -106,32 +131,25 @@ func (c *contender) lockShared(ctx context.Context, start time.Time, wait time.D
 		case <-wctx.Done():
 		}
 	}()
-	readRev := c.acquiredRev
 	pause := 100 * time.Millisecond
 	for {
-		b := c.blocker()
+		b := blocker()
 		if b == nil {
-			c.acquiredRev = readRev
-			c.restamp(ctx)
 			return nil
 		}
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
 		report := func() {
-			if c.l.OnWait == nil {
-				return
+			if c.l.OnWait != nil {
+				h := holderOf(b)
+				c.l.OnWait(&h, time.Since(start))
 			}
-			h := b.Holder
-			if h == nil {
-				h = &locks.Holder{Path: b.Key}
-			}
-			c.l.OnWait(h, time.Since(start))
 		}
-		woke, werr := awaitDelete(wctx, c.cl, c.l.MutexName(c.runID)+"/", readRev+1, 0, report)
+		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, 0, report)
 		switch {
 		case isClosed(c.lease.lost):
-			return fmt.Errorf("while waiting: %w", c.lease.err)
+			return fmt.Errorf("while waiting%s: %w", what, c.lease.err)
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
 		case wctx.Err() != nil:
@@ -145,14 +163,14 @@ func (c *contender) lockShared(ctx context.Context, start time.Time, wait time.D
 		default:
 			pause = 100 * time.Millisecond
 		}
-		rev, err := c.readOlder(wctx)
+		r, err := reread(wctx)
 		if err != nil {
 			if wctx.Err() != nil {
 				continue
 			}
 			return err
 		}
-		readRev = rev
+		rev = r
 	}
 }
 
