@@ -49,7 +49,6 @@ func newAppFor(args []string) *cli.App {
 // and --help stays. A usage error is one line, never the whole help.
 func setupCommand(c *cli.Command, path string) {
 	c.HideHelpCommand = true
-	c.Flags = withCachedNames(c.Flags)
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagUsageError(path, err) }
 	for _, sub := range c.Subcommands {
 		setupCommand(sub, path+" "+sub.Name)
@@ -134,7 +133,7 @@ func flagHelp(f cli.Flag) string {
 		line += " " + placeholder
 	}
 	line += "\t" + usage
-	if !isBoolFlag(f) && df.TakesValue() {
+	if _, isBool := f.(*cli.BoolFlag); !isBool && df.TakesValue() {
 		if d := df.GetDefaultText(); d != "" && d != `""` && !strings.Contains(usage, "(default") {
 			line += " (default: " + d + ")"
 		}
