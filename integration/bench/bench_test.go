@@ -310,8 +310,8 @@ func TestWaitingBarIsCPUSecondsPerTenSeconds(t *testing.T) {
 }
 
 // TestWaitCPUCountsOnlyTheWait: a sleeper's figure is near 0; a spinner's
-// (never quiet, measured from blockedBy) is near 10,000 ms per 10 s, so the
-// figure can fail; start-up does not count (a shell that burns 300 ms of CPU
+// (never quiet, measured from blockedBy) is near 10,000 ms per 10 s on a
+// quiet machine and far over the bar on a loaded one, so the figure can fail; start-up does not count (a shell that burns 300 ms of CPU
 // at start, then sleeps, is measured once quiet).
 func TestWaitCPUCountsOnlyTheWait(t *testing.T) {
 	t.Parallel()
@@ -327,8 +327,11 @@ func TestWaitCPUCountsOnlyTheWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spinner < 2000 {
-		t.Errorf("a spinner: %.1f ms CPU per 10 s, want most of 10,000", spinner)
+	// On a quiet machine a spinner shows most of 10,000; on a loaded one
+	// (CI runs packages side by side on 2 cores) it gets its share only.
+	// What matters is that it fails the bar by far: 10× the 50 ms bound.
+	if spinner < 500 {
+		t.Errorf("a spinner: %.1f ms CPU per 10 s, want well over the bar's 50 (most of 10,000 when the machine is quiet)", spinner)
 	}
 	if _, err := b.waitCPUOf(0, "true")(0); err == nil {
 		t.Error("a process that exits at once was measured")
