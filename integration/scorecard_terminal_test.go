@@ -54,6 +54,12 @@ func startPtyShell(t *testing.T) *ptyShell {
 		}
 	}()
 	t.Cleanup(func() {
+		// A job left stopped or a daemon left running (a failed row)
+		// would keep the pty's slave open, and the copy below would
+		// never end: every process of this test goes first.
+		for _, p := range markedProcesses(stateOf(t).mark) {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		master.Close()
@@ -154,7 +160,7 @@ func suspendAndFg(t *testing.T, prelude string) (stopped bool, screen string) {
 		strconv.Quote(filepath.Join(work, "locks")), shellQuote(prelude+tickTree), strconv.Quote(tk.main), strconv.Quote(tk.daemon)))
 	tk.waitGrowing(t, "the tree to tick")
 	s.send("\x1a")
-	if !s.shows("Stopped", 5*time.Second) {
+	if !s.shows("Stopped", 10*time.Second) {
 		s.send("\x03")
 		return false, s.output()
 	}
