@@ -38,7 +38,6 @@ func mustAcquire(t *testing.T, l *etcdlock.Locker, runID string, wait time.Durat
 	return lock
 }
 
-// lostWithin waits for the heartbeat to report loss and says how long it took.
 // acquireInBackground waits for runID's lock on a goroutine, releases it at
 // once if granted, and delivers the acquisition's error.
 func acquireInBackground(l *etcdlock.Locker, runID string, wait time.Duration) <-chan error {
@@ -53,6 +52,37 @@ func acquireInBackground(l *etcdlock.Locker, runID string, wait time.Duration) <
 	return got
 }
 
+// acquiredWithin waits up to 10 s for an acquireInBackground to succeed;
+// what names the moment it should have (for the failure).
+func acquiredWithin(t *testing.T, got <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not in within 10 s of %s", what)
+	}
+}
+
+// lockWithin waits up to 10 s for a background acquisition's lock (held,
+// or its error on failed); what names the moment it should have come. The
+// caller releases the lock.
+func lockWithin(t *testing.T, held <-chan *etcdlock.Lock, failed <-chan error, what string) *etcdlock.Lock {
+	t.Helper()
+	select {
+	case lock := <-held:
+		return lock
+	case err := <-failed:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not in within 10 s of %s", what)
+	}
+	return nil
+}
+
+// lostWithin waits for the heartbeat to report loss and says how long it took.
 func lostWithin(t *testing.T, lost <-chan error, d time.Duration) (error, time.Duration) {
 	t.Helper()
 	start := time.Now()

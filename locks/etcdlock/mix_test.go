@@ -107,15 +107,9 @@ func TestPlainWaitsForMaxSlots(t *testing.T) {
 	if err := slots[1].Release(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case lock := <-got:
-		t.Logf("plain run in %v after the last slot holder left", time.Since(released))
-		lock.Release()
-	case err := <-failed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plain run not in within 10 s of the last slot holder leaving")
-	}
+	lock := lockWithin(t, got, failed, "the last slot holder leaving (the plain run)")
+	t.Logf("plain run in %v after the last slot holder left", time.Since(released))
+	lock.Release()
 }
 
 // A --max newcomer waits for a plain holder of the run id (wait 0: refused
@@ -170,15 +164,8 @@ func TestMaxWaitsForPlain(t *testing.T) {
 	if err := plain.Release(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("--max waiter in %v after the plain release", time.Since(released))
-	case <-time.After(10 * time.Second):
-		t.Fatal("the --max waiter not in within 10 s of the plain release")
-	}
+	acquiredWithin(t, got, "the plain release (the --max waiter)")
+	t.Logf("--max waiter in %v after the plain release", time.Since(released))
 }
 
 // etcdctl lock on RUN_ID's mutex is an exclusive contender to --max
@@ -213,14 +200,7 @@ func TestMaxWaitsForEtcdctl(t *testing.T) {
 	default:
 	}
 	ctl.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("--max waiter not in within 10 s of etcdctl letting go")
-	}
+	acquiredWithin(t, got, "etcdctl letting go (the --max waiter)")
 }
 
 // --shared is refused by the slot keys themselves, read in the transaction

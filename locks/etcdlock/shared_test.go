@@ -146,14 +146,7 @@ func TestSharedExclusiveWaiterNotStarved(t *testing.T) {
 	default:
 	}
 	exLock.Release()
-	select {
-	case r := <-rHeld:
-		r.Release()
-	case err := <-rFailed:
-		t.Fatalf("shared waiter after the exclusive one left: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("shared waiter not in within 10 s of the exclusive one leaving")
-	}
+	lockWithin(t, rHeld, rFailed, "the exclusive one leaving (the shared waiter)").Release()
 }
 
 // A shared waiter waits by watch: while the exclusive holder stays it
@@ -190,15 +183,9 @@ func TestSharedWaiterWatches(t *testing.T) {
 	if err := ex.Release(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-rHeld:
-		t.Logf("shared waiter in %v after the exclusive release", time.Since(released))
-		r.Release()
-	case err := <-rFailed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("shared waiter not in within 10 s of the release")
-	}
+	r := lockWithin(t, rHeld, rFailed, "the exclusive release (the shared waiter)")
+	t.Logf("shared waiter in %v after the exclusive release", time.Since(released))
+	r.Release()
 }
 
 // A shared holder whose lease is revoked under it (its process gone, as
@@ -215,14 +202,7 @@ func TestSharedLeaseGoneFreesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	lostWithin(t, lost, 3*time.Second)
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("exclusive contender not in within 10 s of the shared lease going")
-	}
+	acquiredWithin(t, got, "the shared lease going (the exclusive contender)")
 }
 
 // Interop: `etcdctl lock` is an exclusive contender of the same mutex. It
@@ -252,14 +232,7 @@ func TestSharedWithEtcdctl(t *testing.T) {
 	rHeld, rFailed := acquireSharedInBackground(newLocker(s), "job", time.Minute)
 	waitFor(t, 10*time.Second, "the shared waiter to queue", func() bool { return len(contenders(t, s, l, "job")) == 2 })
 	ctl.Process.Signal(syscall.SIGTERM)
-	select {
-	case r := <-rHeld:
-		r.Release()
-	case err := <-rFailed:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("shared waiter not in within 10 s of etcdctl letting go")
-	}
+	lockWithin(t, rHeld, rFailed, "etcdctl letting go (the shared waiter)").Release()
 }
 
 // --shared and --max on one run id disagree, as on the file backend: each
