@@ -175,9 +175,70 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 	}
 	var m semMeta
 	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
-		return semMeta{}, false, fmt.Errorf("semaphore meta file %s is corrupt (remove it once no holder of run %q runs)", path, runID)
+		return semMeta{}, false, &corruptMetaError{path: path, runID: runID}
 	}
 	return m, true, nil
+}
+
+// corruptMetaError is a meta file that does not parse (garbage written
+// by hand, a torn copy restored from a backup).
+type corruptMetaError struct{ path, runID string }
+
+func (e *corruptMetaError) Error() string {
+	return fmt.Sprintf("semaphore meta file %s is corrupt (remove it once no holder of run %q runs)", e.path, e.runID)
+}
+
+// readOrRecoverMeta is readMeta that heals a corrupt meta file instead of
+// failing on it for ever: the slots still held are found by their own
+// lock files (one listing of the dir, only in this case), and the meta
+// is rebuilt from them: their mode, and as many slots as the highest one
+// held. With no slot held the run id is as if never used with slots
+// (found is false). healed reports that the file was corrupt; under
+// runID's guard the caller then writes the meta again.
+func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bool, err error) {
+	m, found, err = r.readMeta(runID)
+	var corrupt *corruptMetaError
+	if !errors.As(err, &corrupt) {
+		return m, found, false, err
+	}
+	entries, lerr := readLockDir(r.fsys(), r.Dir)
+	if lerr != nil {
+		return semMeta{}, false, false, fmt.Errorf("%w; listing %s to recover it: %w", err, r.Dir, lerr)
+	}
+	m = semMeta{RunID: runID}
+	held := 0
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".lock") {
+			continue
+		}
+		path := filepath.Join(r.Dir, e.Name())
+		v, rerr := r.read(path)
+		if rerr != nil || v.parseErr != nil {
+			continue
+		}
+		base, mode, k, ok := ParseSlotRunID(v.payload.RunID)
+		if !ok || base != runID || path != r.LockPath(v.payload.RunID) {
+			continue
+		}
+		verdict := r.judge(v)
+		if !verdict.Held() {
+			continue
+		}
+		if m.Mode != "" && m.Mode != mode {
+			// Slots of both kinds held: no meta could describe that.
+			return semMeta{}, false, false, err
+		}
+		m.Mode = mode
+		m.Slots = max(m.Slots, k+1)
+		held++
+	}
+	if held == 0 {
+		return semMeta{}, false, true, nil
+	}
+	if m.Mode == ModeMax {
+		m.Max = m.Slots // the least N that fits the slots held
+	}
+	return m, true, true, nil
 }
 
 func (r *RunLocker) writeMeta(runID string, m semMeta) error {
@@ -250,9 +311,25 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 	if mode == ModeMax {
 		want.Slots = max
 	}
-	m, found, err := r.readMeta(runID)
+	m, found, healed, err := r.readOrRecoverMeta(runID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if healed {
+		r.Log.Warn().Str("event", "sem_recovered").Str("path", r.metaPath(runID)).
+			Msg("corrupt semaphore meta file: rewritten from the slots still held")
+		if found && m.Mode == mode && m.Max <= max {
+			// The slots held fit this newcomer's N (or they are shared):
+			// its meta describes them. Shared keeps the slots' high-water
+			// mark, which an exclusive run reads to find every sharer.
+			m.Max = max
+			if mode == ModeMax {
+				m.Slots = max
+			}
+			if err := r.writeMeta(runID, m); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	if found && (m.Mode != mode || m.Max != max) {
 		held, err := r.heldSlots(runID, m)
@@ -420,7 +497,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 // returns a *HeldError naming a slot holder; l is the caller's to release.
 // A run id never used with slots costs one failed open.
 func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time, wait time.Duration) error {
-	m, found, err := r.readMeta(l.RunID)
+	m, found, _, err := r.readOrRecoverMeta(l.RunID) // healed by the next slot taker
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -411,3 +411,85 @@ func TestExclusiveWaitRunsOut(t *testing.T) {
 		t.Fatalf("AwaitNoSharers = %v, want held by the shared holder", err)
 	}
 }
+
+// corruptMeta writes garbage over runID's meta file and checks that it
+// really reads as corrupt (the control: without the recovery, every
+// caller below would get this error).
+func corruptMeta(t *testing.T, r *RunLocker, runID string) {
+	t.Helper()
+	if err := os.WriteFile(r.metaPath(runID), []byte("{garbage\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.readMeta(runID); err == nil || !strings.Contains(err.Error(), "is corrupt") {
+		t.Fatalf("readMeta of the garbage = %v, want corrupt", err)
+	}
+}
+
+// A garbage .sem with no slot held is rewritten by the next slot taker,
+// instead of failing every run of the id until someone removes it.
+func TestCorruptMetaHealedWhenNoSlotHeld(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	l := mustSlot(t, r, "b", 2)
+	l.Release()
+	corruptMeta(t, r, "b")
+	l = mustSlot(t, r, "b", 3)
+	defer l.Release()
+	if mode, max, slots, found, err := r.SlotsOf("b"); err != nil || !found || mode != ModeMax || max != 3 || slots != 3 {
+		t.Errorf("SlotsOf after the heal = %s max %d slots %d %v %v, want max 3 slots 3", mode, max, slots, found, err)
+	}
+}
+
+// With slots still held, the meta is rebuilt from their lock files: a
+// newcomer does not take a held slot, and one whose N is too small for
+// the slots held is refused as a mismatch.
+func TestCorruptMetaRebuiltFromHeldSlots(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	a, b := mustSlot(t, r, "b", 2), mustSlot(t, r, "b", 2)
+	a.Release() // slot 0 free, slot 1 held
+	defer b.Release()
+	corruptMeta(t, r, "b")
+	if _, err := r.AcquireSlot(context.Background(), "b", 1, 0); !errors.Is(err, ErrModeMismatch) {
+		t.Errorf("--max 1 with slot 1 held: %v, want a mismatch", err)
+	}
+	c := mustSlot(t, r, "b", 2)
+	defer c.Release()
+	if c.Slot != 0 {
+		t.Errorf("newcomer got slot %d, want the free slot 0 (slot 1 is held)", c.Slot)
+	}
+	if _, err := r.AcquireSlot(context.Background(), "b", 2, 0); !errors.Is(err, ErrHeld) {
+		t.Errorf("third holder of --max 2: %v, want both slots held", err)
+	}
+}
+
+// Shared holders above slot 0 are found again, so an exclusive run still
+// waits for every one of them after the meta was corrupted.
+func TestCorruptMetaExclusiveStillWaitsForSharers(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	s0, s1, s2 := mustSlot(t, r, "db", 0), mustSlot(t, r, "db", 0), mustSlot(t, r, "db", 0)
+	s0.Release()
+	s1.Release()
+	defer s2.Release()
+	if s2.Slot != 2 {
+		t.Fatalf("third sharer in slot %d, want 2", s2.Slot)
+	}
+	corruptMeta(t, r, "db")
+	start := time.Now()
+	x, err := r.Acquire(context.Background(), "db", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Release()
+	err = r.AwaitNoSharers(context.Background(), x, start, 200*time.Millisecond)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
+		t.Fatalf("AwaitNoSharers = %v, want held by the sharer in slot 2", err)
+	}
+	// A sharer that comes now (after the exclusive one let go) heals the
+	// meta with the high-water mark kept.
+	x.Release()
+	s := mustSlot(t, r, "db", 0)
+	defer s.Release()
+	if _, _, slots, found, err := r.SlotsOf("db"); err != nil || !found || slots < 3 {
+		t.Errorf("SlotsOf after the heal: slots %d %v %v, want at least 3", slots, found, err)
+	}
+}
