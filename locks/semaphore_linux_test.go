@@ -399,17 +399,26 @@ func TestExclusiveWaitRunsOut(t *testing.T) {
 	r := newTestLocker(t, t.TempDir(), time.Minute)
 	s := mustSlot(t, r, "db", 0)
 	defer s.Release()
+	x := exclusiveRunsOut(t, r, "db")
+	x.Release()
+}
+
+// exclusiveRunsOut takes runID's own lock and checks that the wait for
+// its sharers runs out, held by one of this process's slots.
+func exclusiveRunsOut(t *testing.T, r *RunLocker, runID string) *Lock {
+	t.Helper()
 	start := time.Now()
-	x, err := r.Acquire(context.Background(), "db", 0)
+	x, err := r.Acquire(context.Background(), runID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer x.Release()
 	err = r.AwaitNoSharers(context.Background(), x, start, 200*time.Millisecond)
 	var held *HeldError
 	if !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
-		t.Fatalf("AwaitNoSharers = %v, want held by the shared holder", err)
+		x.Release()
+		t.Fatalf("AwaitNoSharers = %v, want held by a shared holder of this process", err)
 	}
+	return x
 }
 
 // corruptMeta writes garbage over runID's meta file and checks that it
@@ -473,17 +482,7 @@ func TestCorruptMetaExclusiveStillWaitsForSharers(t *testing.T) {
 		t.Fatalf("third sharer in slot %d, want 2", s2.Slot)
 	}
 	corruptMeta(t, r, "db")
-	start := time.Now()
-	x, err := r.Acquire(context.Background(), "db", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Release()
-	err = r.AwaitNoSharers(context.Background(), x, start, 200*time.Millisecond)
-	var held *HeldError
-	if !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
-		t.Fatalf("AwaitNoSharers = %v, want held by the sharer in slot 2", err)
-	}
+	x := exclusiveRunsOut(t, r, "db") // the sharer in slot 2 is found again
 	// A sharer that comes now (after the exclusive one let go) heals the
 	// meta with the high-water mark kept.
 	x.Release()
