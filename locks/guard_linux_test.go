@@ -51,12 +51,7 @@ func TestGuardGrantedOnRelease(t *testing.T) {
 	default:
 	}
 	holder.Close()
-	var r result
-	select {
-	case r = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("guard not granted after its holder let go")
-	}
+	r := testwait.Recv(t, got, 10*time.Second, "the guard to be granted after its holder let go")
 	if r.err != nil {
 		t.Fatalf("lockGuard: %v", r.err)
 	}

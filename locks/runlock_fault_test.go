@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // faultFS fails chosen operations and counts attempts.
@@ -234,13 +236,8 @@ func TestHostileLockPath(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { _, err := r.Acquire(context.Background(), "job", time.Minute); done <- err }()
-			select {
-			case err := <-done:
-				if !errors.Is(err, ErrUnavailable) {
-					t.Fatalf("err = %v, want ErrUnavailable", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("acquire hung on a hostile lock path")
+			if err := testwait.Recv(t, done, 10*time.Second, "acquire on a hostile lock path"); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
 			}
 			if data, _ := os.ReadFile(victim); string(data) != "precious" {
 				t.Fatal("victim changed")
@@ -332,13 +329,8 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	killed := time.Now()
 	cmd.Process.Kill()
 	cmd.Wait()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("waiter never took the dead holder's lock")
+	if err := testwait.Recv(t, got, 30*time.Second, "the waiter to take the dead holder's lock"); err != nil {
+		t.Fatal(err)
 	}
 	if d := time.Since(killed); d > eventWake {
 		t.Fatalf("the waiter took %v after the holder died: woken by its poll, not by the pidfd", d)
@@ -372,13 +364,8 @@ func TestDeletedDirRecreatedWhileWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("waiter did not recover from the deleted directory")
+	if err := testwait.Recv(t, got, 30*time.Second, "the waiter to recover from the deleted directory"); err != nil {
+		t.Fatal(err)
 	}
 	if mode != 0o700 {
 		t.Fatalf("recreated dir mode %v, want 0700", mode)
@@ -396,12 +383,7 @@ func TestContextAbortsWait(t *testing.T) {
 	go func() { _, err := w.Acquire(ctx, "job", -1); got <- err }()
 	waitClosed(t, isWaiting, "the waiter to wait")
 	cancel(cause)
-	select {
-	case err := <-got:
-		if !errors.Is(err, cause) {
-			t.Fatalf("err = %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("cancel did not abort the wait")
+	if err := testwait.Recv(t, got, 5*time.Second, "cancel to abort the wait"); !errors.Is(err, cause) {
+		t.Fatalf("err = %v", err)
 	}
 }

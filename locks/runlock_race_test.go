@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // pausePoint makes a locker stop at one named point until released, and
@@ -48,11 +50,7 @@ func (g *guardWatch) OpenGuard(path string) (*os.File, error) {
 
 func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testwait.Recv(t, ch, 10*time.Second, what)
 }
 
 // expire rewrites a held lock's expires_at into the past, as if its holder

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 func newTestLocker(t *testing.T, dir string, ttl time.Duration) *RunLocker {
@@ -570,13 +572,8 @@ func TestHeartbeatRenewsAndReportsLoss(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	os.Remove(l.Path)
-	select {
-	case err := <-lost:
-		if !errors.Is(err, ErrLost) {
-			t.Fatalf("lost: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("loss not reported")
+	if err := testwait.Recv(t, lost, 5*time.Second, "the loss to be reported"); !errors.Is(err, ErrLost) {
+		t.Fatalf("lost: %v", err)
 	}
 	stop()
 }

@@ -32,3 +32,15 @@ func Until(d time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Recv receives from ch; after d it fails t, naming what was awaited.
+func Recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("timed out after %v waiting for %s", d, what)
+		panic("unreachable")
+	}
+}

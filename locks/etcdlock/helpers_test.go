@@ -56,13 +56,8 @@ func acquireInBackground(l *etcdlock.Locker, runID string, wait time.Duration) <
 // what names the moment it should have (for the failure).
 func acquiredWithin(t *testing.T, got <-chan error, what string) {
 	t.Helper()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("not in within 10 s of %s", what)
+	if err := testwait.Recv(t, got, 10*time.Second, "the lock after "+what); err != nil {
+		t.Fatal(err)
 	}
 }
 
