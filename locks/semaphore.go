@@ -158,9 +158,11 @@ func (r *RunLocker) metaPath(runID string) string {
 }
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
-// false when it never was (no meta file).
+// false when it never was (no meta file). A corrupt meta file is read as
+// readOrRecoverMeta rebuilds it, without writing it back (status and break
+// must see the slots still held; max is then the least N that fits them).
 func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
-	m, found, err := r.readMeta(runID)
+	m, found, _, err := r.readOrRecoverMeta(runID)
 	return m.Mode, m.Max, m.Slots, found, err
 }
 

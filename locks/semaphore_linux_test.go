@@ -470,6 +470,32 @@ func TestCorruptMetaRebuiltFromHeldSlots(t *testing.T) {
 	}
 }
 
+// What status and break read (SlotsOf) sees through a corrupt meta too:
+// the slots still held, not "never used with slots" (which made `status
+// RUN_ID` call a held semaphore free). Reading does not write the file.
+func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	a, b := mustSlot(t, r, "b", 3), mustSlot(t, r, "b", 3)
+	a.Release() // slot 0 free, slot 1 held
+	defer b.Release()
+	corruptMeta(t, r, "b")
+	before, err := os.ReadFile(r.metaPath("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, max, slots, found, err := r.SlotsOf("b")
+	if err != nil || !found || mode != ModeMax || slots != 2 || max != 2 {
+		t.Errorf("SlotsOf with slot 1 held = %s max %d slots %d %v %v, want max 2 slots 2 (the least N that fits)", mode, max, slots, found, err)
+	}
+	if after, _ := os.ReadFile(r.metaPath("b")); string(after) != string(before) {
+		t.Errorf("SlotsOf rewrote the meta file: %q", after)
+	}
+	b.Release()
+	if _, _, _, found, err := r.SlotsOf("b"); err != nil || found {
+		t.Errorf("SlotsOf with no slot held and a corrupt meta = %v %v, want not found", found, err)
+	}
+}
+
 // Shared holders above slot 0 are found again, so an exclusive run still
 // waits for every one of them after the meta was corrupted.
 func TestCorruptMetaExclusiveStillWaitsForSharers(t *testing.T) {
