@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 )
 
 // The command line (SPEC §1) follows flock(1), timeout(1) and env(1):
@@ -22,16 +22,20 @@ import (
 // suggestion.
 //
 // reorderArgs checks the command line against those rules and rewrites it
-// into the form urfave/cli parses (which stops at the first non-flag word):
+// into a form that urfave/cli parses without reading any argument as a flag:
 //
 //	withlock run [flags] -- RUN_ID -- COMMAND [ARGS...]
 //	withlock scope [flags] -- -- COMMAND [ARGS...]
-//	withlock status [flags] [RUN_ID...]
+//	withlock status [flags] [-- RUN_ID...]
 //
-// The `--` before COMMAND is always there, so that urfave/cli never takes
-// the command's first word for a subcommand (`withlock scope --allow … --
-// status` runs a program called status); splitRunArgs and scope's action
-// remove it.
+// All flags come first and a `--` ends them, because urfave/cli v3 reads
+// flags anywhere among the arguments (`withlock run ID -- cmd -x` must
+// never hand -x to it), drops a later `--`, and takes an argument that is a
+// flag after white space (" -x") for that flag; after the first `--` it
+// reads every word as an argument, as is. The `--` before COMMAND is
+// always there, so that urfave/cli never takes the command's first word for
+// a subcommand (`withlock scope --allow … -- status` runs a program called
+// status); splitRunArgs and scope's action remove it.
 
 // childCommands are the commands that run a command, with how many
 // positional words they take before it.
@@ -39,7 +43,7 @@ var childCommands = map[string]int{"run": 1, "scope": 0}
 
 // reorderArgs returns args in the form urfave/cli parses, or a usage error:
 // an unknown command or subcommand, or an unknown flag.
-func reorderArgs(app *cli.App, args []string) ([]string, error) {
+func reorderArgs(app *cli.Command, args []string) ([]string, error) {
 	if len(args) < 2 {
 		return args, nil
 	}
@@ -71,7 +75,7 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 	nested := false
 	// A subcommand (`scope reset`) comes right after its command.
 	for len(rest) > 0 {
-		sub := findCommand(cmd.Subcommands, rest[0])
+		sub := findCommand(cmd.Commands, rest[0])
 		if sub == nil {
 			break
 		}
@@ -120,6 +124,9 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 		}
 	}
 	out = append(out, flags...)
+	if len(positional) > 0 && positional[0] != "--" {
+		out = append(out, "--")
+	}
 	return append(out, positional...), nil
 }
 
@@ -172,7 +179,7 @@ func missingValue(path, arg string) error {
 
 // helpArgs turns `withlock help [COMMAND [SUBCOMMAND]]` into `withlock
 // [COMMAND [SUBCOMMAND]] --help`.
-func helpArgs(app *cli.App, out, words []string) ([]string, error) {
+func helpArgs(app *cli.Command, out, words []string) ([]string, error) {
 	cmds, path := app.Commands, ""
 	for _, w := range words {
 		cmd := findCommand(cmds, w)
@@ -180,7 +187,7 @@ func helpArgs(app *cli.App, out, words []string) ([]string, error) {
 			return nil, unknownCommand(cmds, path, w)
 		}
 		out = append(out, w)
-		cmds, path = cmd.Subcommands, strings.TrimSpace(path+" "+w)
+		cmds, path = cmd.Commands, strings.TrimSpace(path+" "+w)
 	}
 	return append(out, "--help"), nil
 }
@@ -203,8 +210,17 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // returned as its first. An unknown flag is a usage error with a suggestion;
 // path names the command in it ("scope reset"; "" for the top level).
 func lookupFlag(cmd *cli.Command, path, arg string) (cli.Flag, error) {
-	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+	name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
 	if f := flagNamed(cmd, name); f != nil {
+		if hasValue && value == "" && !takesValue(f, "") {
+			// urfave/cli v3 reads `--quiet=` as --quiet; withlock has
+			// always refused it, in the words of Go's flag package.
+			msg := fmt.Sprintf(`invalid boolean value "" for -%s: parse error`, name)
+			if path != "" {
+				msg = path + ": " + msg
+			}
+			return nil, usageError("%s", msg)
+		}
 		return f, nil
 	}
 	if !strings.HasPrefix(arg, "--") && !strings.Contains(arg, "=") && len(name) > 1 {

@@ -8,7 +8,9 @@ import (
 
 // The command line rules of SPEC §1, as reorderArgs rewrites them for
 // urfave/cli: withlock's flags before RUN_ID or between RUN_ID and the
-// command, `--` optional, the command's words never withlock's.
+// command, `--` optional, the command's words never withlock's; every flag
+// first and a `--` after them, so that urfave/cli reads none of the
+// arguments as a flag.
 func TestReorderArgs(t *testing.T) {
 	app := newApp()
 	cases := []struct {
@@ -43,10 +45,14 @@ func TestReorderArgs(t *testing.T) {
 		{"scope reset --scope-file f", "scope reset --scope-file f"},
 		{"scope status --json", "scope status --json"},
 		// other commands: flags anywhere before --
-		{"status job --json", "status --json job"},
+		{"status job --json", "status --json -- job"},
 		{"gc -qn", "gc -qn"},
 		{"gc --older-than 7d --dry-run", "gc --older-than 7d --dry-run"},
-		{"break r-42 --signal --grace 30s", "break --signal --grace 30s r-42"},
+		{"break r-42 --signal --grace 30s", "break --signal --grace 30s -- r-42"},
+		{"status x -- y", "status -- x -- y"},
+		{"status -- -x", "status -- -x"},
+		{"status ' -x'", "status -- ' -x'"},
+		{"completion bash", "completion -- bash"},
 		// help
 		{"help", "--help"},
 		{"help run", "run --help"},
@@ -111,6 +117,9 @@ func TestReorderArgsErrors(t *testing.T) {
 		{"run --timeout", `run: --timeout: missing value`},
 		{"status --dir", `status: --dir: missing value`},
 		{"gc --zzz", `gc: unknown flag --zzz (see withlock gc --help)`},
+		{"run --quiet= x true", `run: invalid boolean value "" for -quiet: parse error`},
+		{"gc -n= ", `gc: invalid boolean value "" for -n: parse error`},
+		{"--help=", `invalid boolean value "" for -help: parse error`},
 	}
 	for _, c := range cases {
 		_, err := reorderArgs(app, append([]string{"withlock"}, fields(c.in)...))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -33,7 +33,7 @@ type backend interface {
 // here; other backends register from their own files (see backend_*.go).
 // command is the child's command line (recorded for status), onWait is
 // called while the lock is held by someone else.
-var backends = map[string]func(c *cli.Context, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error){
+var backends = map[string]func(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error){
 	"file": newFileBackend,
 }
 
@@ -44,12 +44,12 @@ var execBackends = map[string]bool{}
 
 // backendFlag is --backend, shared by run, status and break.
 func backendFlag() cli.Flag {
-	return &cli.StringFlag{Name: "backend", Value: "file", EnvVars: []string{"WITHLOCK_BACKEND"},
+	return &cli.StringFlag{Name: "backend", Value: "file", Sources: cli.EnvVars("WITHLOCK_BACKEND"),
 		Usage: "where the lock lives: " + strings.Join(backendNames(), "|")}
 }
 
 // knownBackend refuses a --backend that names nothing (exit 64).
-func knownBackend(c *cli.Context) error {
+func knownBackend(c *cli.Command) error {
 	if _, ok := backends[c.String("backend")]; !ok {
 		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
 	}
@@ -65,7 +65,7 @@ func backendNames() []string {
 	return names
 }
 
-func newFileBackend(c *cli.Context, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
+func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
 	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {
 		return nil, usageError("--ttl %v: must be positive", c.Duration("ttl"))
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/etcdlock"
@@ -30,7 +30,7 @@ func init() {
 	os.Unsetenv(execMarkerEnv)
 }
 
-func newEtcdBackend(c *cli.Context, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
+func newEtcdBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
 	l, err := etcdLocker(c, log)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (b etcdBackend) Acquire(ctx context.Context, runID string, wait time.Durati
 }
 
 // etcdLocker reads the etcd flags and credentials.
-func etcdLocker(c *cli.Context, log zerolog.Logger) (*etcdlock.Locker, error) {
+func etcdLocker(c *cli.Command, log zerolog.Logger) (*etcdlock.Locker, error) {
 	var endpoints []string
 	for _, ep := range strings.Split(c.String("endpoints"), ",") {
 		if ep = strings.TrimSpace(ep); ep != "" {
@@ -138,7 +138,7 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 // held in etcd (only those RUN_IDs, a free one shown as free), in the file
 // backend's table or, with --json, its JSON document (statusReport), so the
 // same scripts read both. 73 when etcd cannot be read.
-func etcdStatus(c *cli.Context) error {
+func etcdStatus(c *cli.Command) error {
 	l, err := etcdLocker(c, zerolog.Nop())
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func etcdStatus(c *cli.Context) error {
 	}
 	st := etcdStatusReport(l, owners, time.Now())
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(c.Root().Writer)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(st); err != nil {
@@ -160,7 +160,7 @@ func etcdStatus(c *cli.Context) error {
 		}
 		return nil
 	}
-	writeStatusTable(c.App.Writer, st)
+	writeStatusTable(c.Root().Writer, st)
 	var queued []string
 	for _, o := range owners {
 		if o.Waiters > 0 {
@@ -168,7 +168,7 @@ func etcdStatus(c *cli.Context) error {
 		}
 	}
 	if len(queued) > 0 {
-		fmt.Fprintf(c.App.Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
+		fmt.Fprintf(c.Root().Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 // change nothing). Exit statuses and lines as the file backend's: 0 when
 // the lock was broken or there was none, 64 for a --slot RUN_ID does not
 // have, 73 when etcd could not be read or written.
-func etcdBreak(c *cli.Context, runID string) error {
+func etcdBreak(c *cli.Command, runID string) error {
 	log, err := newLogger(c)
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ func etcdBreak(c *cli.Context, runID string) error {
 	say := func(format string, args ...any) {
 		said = true
 		if !c.Bool("quiet") {
-			fmt.Fprintf(c.App.Writer, format+"\n", args...)
+			fmt.Fprintf(c.Root().Writer, format+"\n", args...)
 		}
 	}
 	targets, err := etcdBreakTargets(c, l, runID)
@@ -318,7 +318,7 @@ func etcdBreak(c *cli.Context, runID string) error {
 
 // etcdBreakTargets is what `break --backend etcd RUN_ID` revokes: RUN_ID's
 // own lock and the slots of its semaphore, or with --slot K that slot.
-func etcdBreakTargets(c *cli.Context, l *etcdlock.Locker, runID string) ([]string, error) {
+func etcdBreakTargets(c *cli.Command, l *etcdlock.Locker, runID string) ([]string, error) {
 	max, found, err := l.MaxOf(context.Background(), runID)
 	if err != nil {
 		return nil, exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -27,15 +27,15 @@ func init() {
 	execBackends["etcd"] = true
 }
 
-func execEtcdBackend(*cli.Context, zerolog.Logger, string, func(*locks.Holder, time.Duration)) (backend, error) {
+func execEtcdBackend(*cli.Command, zerolog.Logger, string, func(*locks.Holder, time.Duration)) (backend, error) {
 	return nil, execEtcdBinary()
 }
 
 // etcdStatus is `withlock status --backend etcd`: withlock-etcd answers it.
-func etcdStatus(*cli.Context) error { return execEtcdBinary() }
+func etcdStatus(*cli.Command) error { return execEtcdBinary() }
 
 // etcdBreak is `withlock break --backend etcd RUN_ID`: withlock-etcd does it.
-func etcdBreak(*cli.Context, string) error { return execEtcdBinary() }
+func etcdBreak(*cli.Command, string) error { return execEtcdBinary() }
 
 // execEtcdBinary replaces this process with withlock-etcd, found beside
 // this executable or else in PATH, running the same command line. It

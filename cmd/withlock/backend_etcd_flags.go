@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 )
 
 // The etcd backend (SPEC §6) lives in a second binary, withlock-etcd: this
@@ -34,13 +34,13 @@ const (
 func etcdFlags() []cli.Flag {
 	hidden := execBackends["etcd"]
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "endpoints", EnvVars: []string{"WITHLOCK_ETCD_ENDPOINTS"},
+		&cli.StringFlag{Name: "endpoints", Sources: cli.EnvVars("WITHLOCK_ETCD_ENDPOINTS"),
 			Usage: "etcd endpoints, comma-separated `URLS` (--backend etcd; user and password from $" + etcdUsernameEnv + ", $" + etcdPasswordEnv + ")"},
-		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", EnvVars: []string{"WITHLOCK_ETCD_PREFIX"},
+		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", Sources: cli.EnvVars("WITHLOCK_ETCD_PREFIX"),
 			Usage: "etcd key prefix: the lock of RUN_ID is the concurrency mutex <prefix><RUN_ID>, as with etcdctl lock"},
-		&cli.StringFlag{Name: "etcd-cacert", EnvVars: []string{"WITHLOCK_ETCD_CACERT"}, Usage: "`FILE` of CA certificates for etcd's TLS"},
-		&cli.StringFlag{Name: "etcd-cert", EnvVars: []string{"WITHLOCK_ETCD_CERT"}, Usage: "client certificate `FILE` for etcd's TLS"},
-		&cli.StringFlag{Name: "etcd-key", EnvVars: []string{"WITHLOCK_ETCD_KEY"}, Usage: "client key `FILE` for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-cacert", Sources: cli.EnvVars("WITHLOCK_ETCD_CACERT"), Usage: "`FILE` of CA certificates for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-cert", Sources: cli.EnvVars("WITHLOCK_ETCD_CERT"), Usage: "client certificate `FILE` for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-key", Sources: cli.EnvVars("WITHLOCK_ETCD_KEY"), Usage: "client key `FILE` for etcd's TLS"},
 		withEnv(durationFlag("etcd-dial-timeout", 5*time.Second,
 			"bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"), "WITHLOCK_ETCD_DIAL_TIMEOUT"),
 	}
@@ -48,7 +48,7 @@ func etcdFlags() []cli.Flag {
 		switch f := f.(type) {
 		case *cli.StringFlag:
 			f.Hidden = hidden
-		case *cli.GenericFlag:
+		case *envDurationFlag:
 			f.Hidden = hidden
 		}
 	}

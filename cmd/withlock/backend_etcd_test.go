@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/withlock/withlock/locks/etcdlock"
@@ -25,16 +25,17 @@ import (
 // etcdAdminApp runs etcdStatus and etcdBreak as the status and break
 // commands will: with their own flags (status has no logging flags) plus
 // the etcd ones.
-func etcdAdminApp(stdout, stderr *bytes.Buffer) *cli.App {
+func etcdAdminApp(stdout, stderr *bytes.Buffer) *cli.Command {
 	statusFlags := append(etcdFlags(), &cli.BoolFlag{Name: "json"})
 	breakFlags := append(etcdFlags(), logFlags()...)
 	breakFlags = append(breakFlags, &cli.BoolFlag{Name: "force"}, &cli.BoolFlag{Name: "signal"})
-	return &cli.App{
+	return &cli.Command{
+		Name:   "withlock",
 		Writer: stdout, ErrWriter: stderr,
-		ExitErrHandler: func(*cli.Context, error) {},
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Commands: []*cli.Command{
-			{Name: "status", Flags: statusFlags, Action: etcdStatus},
-			{Name: "break", Flags: breakFlags, Action: func(c *cli.Context) error { return etcdBreak(c, c.Args().First()) }},
+			{Name: "status", Flags: statusFlags, Action: func(_ context.Context, c *cli.Command) error { return etcdStatus(c) }},
+			{Name: "break", Flags: breakFlags, Action: func(_ context.Context, c *cli.Command) error { return etcdBreak(c, c.Args().First()) }},
 		},
 	}
 }
@@ -42,7 +43,7 @@ func etcdAdminApp(stdout, stderr *bytes.Buffer) *cli.App {
 func runAdmin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := etcdAdminApp(&out, &errOut).Run(append([]string{"withlock"}, args...))
+	err := etcdAdminApp(&out, &errOut).Run(context.Background(), append([]string{"withlock"}, args...))
 	code, msg := 0, ""
 	if err != nil {
 		code, msg = statusOf(err)

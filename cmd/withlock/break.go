@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -62,7 +62,7 @@ Examples:
 	}
 }
 
-func breakAction(c *cli.Context) error {
+func breakAction(_ context.Context, c *cli.Command) error {
 	if c.NArg() != 1 || c.Args().First() == "" {
 		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
 	}
@@ -112,7 +112,7 @@ func breakAction(c *cli.Context) error {
 
 // breakOne breaks the lock of id (a run id or a slot's derived id);
 // quietFree says nothing when there is no lock.
-func breakOne(c *cli.Context, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
+func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
 	b, err := locker.Break(runID, c.Bool("force"))
 	var live *locks.LiveHolderError
 	if errors.As(err, &live) && c.Bool("signal") {

@@ -9,6 +9,7 @@ package main
 // the lock directory (the --dir on the line, else the default) without jq.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -43,7 +44,7 @@ Examples:
    withlock completion bash > /etc/bash_completion.d/withlock
    withlock completion zsh > "${fpath[1]}/_withlock"
    withlock completion fish > ~/.config/fish/completions/withlock.fish`,
-		Action: func(c *cli.Context) error {
+		Action: func(_ context.Context, c *cli.Command) error {
 			if c.NArg() != 1 {
 				return usageError("completion: want one shell: bash, zsh or fish")
 			}
@@ -67,12 +68,12 @@ func completeCommand() *cli.Command {
 		Usage:           "complete a withlock command line (used by the completion scripts)",
 		Hidden:          true,
 		SkipFlagParsing: true,
-		Action: func(c *cli.Context) error {
+		Action: func(_ context.Context, c *cli.Command) error {
 			words := c.Args().Slice()
 			if len(words) > 0 && words[0] == "--" {
 				words = words[1:]
 			}
-			complete(c.App, words, listRunIDs).write(os.Stdout)
+			complete(c.Root(), words, listRunIDs).write(os.Stdout)
 			return nil
 		},
 	}
@@ -125,7 +126,7 @@ type argSlot struct {
 // complete works out what may follow words[:len(words)-1] in place of the
 // last word, which is the prefix typed so far. runIDs lists the run ids in
 // a lock directory ("" for the default).
-func complete(app *cli.App, words []string, runIDs func(dir string) []candidate) completion {
+func complete(app *cli.Command, words []string, runIDs func(dir string) []candidate) completion {
 	if len(words) == 0 {
 		words = []string{""}
 	}
@@ -176,7 +177,7 @@ func complete(app *cli.App, words []string, runIDs func(dir string) []candidate)
 		}
 		// A subcommand (scope reset) comes before any argument.
 		if positional == 0 {
-			if sub := findCommand(cmd.Subcommands, w); sub != nil && !sub.Hidden {
+			if sub := findCommand(cmd.Commands, w); sub != nil && !sub.Hidden {
 				cmd = sub
 				continue
 			}
@@ -197,7 +198,7 @@ func complete(app *cli.App, words []string, runIDs func(dir string) []candidate)
 	case "command":
 		var subs []candidate
 		if positional == 0 {
-			subs = commandCandidates(cmd.Subcommands)
+			subs = commandCandidates(cmd.Commands)
 		}
 		return commandsCompletion(cur, subs)
 	case "words":
@@ -210,7 +211,7 @@ func complete(app *cli.App, words []string, runIDs func(dir string) []candidate)
 		return completion{kind: "files"}
 	}
 	// No further argument: only flags (and subcommands) are left.
-	return wordsCompletion(cur, append(commandCandidates(cmd.Subcommands), flagCandidates(cmd.Flags)...))
+	return wordsCompletion(cur, append(commandCandidates(cmd.Commands), flagCandidates(cmd.Flags)...))
 }
 
 func wordsCompletion(cur string, cands []candidate) completion {

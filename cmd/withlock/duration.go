@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 )
 
 // duration is the value of every duration flag of withlock (SPEC §1): a bare
@@ -16,10 +17,10 @@ import (
 // (`7d`, `1.5d`: gc --older-than) or "forever" (--wait). Negative values are
 // refused.
 //
-// It is a cli.Generic held by a cli.GenericFlag (see durationFlag). Its
-// String is a Go duration, so c.Duration(name) reads it like a
-// cli.DurationFlag; zero is the empty string, which keeps "(default: 0s)"
-// out of the help.
+// It is the cli.Value held by a cli.GenericFlag (see durationFlag). Its Get
+// is the time.Duration (-1 for forever), so cmd.Duration(name) reads it like
+// a cli.DurationFlag; its String is a Go duration, and zero is the empty
+// string, which keeps "(default: 0s)" out of the help.
 type duration struct {
 	d       time.Duration // -1: forever
 	days    bool          // also takes "7d"
@@ -39,6 +40,9 @@ func (v *duration) Set(s string) error {
 	v.d = d
 	return nil
 }
+
+// Get is the value cmd.Duration(name) returns: -1 for forever.
+func (v *duration) Get() any { return v.d }
 
 func (v *duration) String() string {
 	switch {
@@ -64,15 +68,6 @@ func daysFlag(name string, def time.Duration, usage string) *cli.GenericFlag {
 // waitFlag is durationFlag that also takes "forever" (--wait).
 func waitFlag(name string, usage string) *cli.GenericFlag {
 	return &cli.GenericFlag{Name: name, Value: &duration{forever: true}, Usage: usage}
-}
-
-// durationOf is the value of the duration flag name: -1 for forever, 0 when
-// c has no such flag.
-func durationOf(c *cli.Context, name string) time.Duration {
-	if v, ok := c.Generic(name).(*duration); ok {
-		return v.d
-	}
-	return c.Duration(name)
 }
 
 // parseDuration reads a duration flag's value: seconds (`5`, `2.5`, `.5`),
@@ -155,7 +150,43 @@ func formatDuration(d time.Duration, days bool) string {
 }
 
 // withEnv is f also read from the environment variables env.
-func withEnv(f *cli.GenericFlag, env ...string) *cli.GenericFlag {
-	f.EnvVars = env
-	return f
+func withEnv(f *cli.GenericFlag, env ...string) *envDurationFlag {
+	f.Sources = cli.EnvVars(env...)
+	return &envDurationFlag{GenericFlag: f}
+}
+
+// envDurationFlag is a duration flag that is also read from environment
+// variables. withlock has always parsed such a variable whenever its
+// command runs, before the command line, and refused one that does not
+// parse even when the flag is given too (urfave/cli v2 did, in its flag
+// set's set-up). urfave/cli v3 reads the variable only when the command
+// line does not set the flag, and words the error its own way: PreParse,
+// which v3 calls before it parses the command's flags, keeps the check and
+// its line, `run: could not parse "x" from environment variable
+// "WITHLOCK_ETCD_DIAL_TIMEOUT" as value for flag etcd-dial-timeout: …`.
+type envDurationFlag struct {
+	*cli.GenericFlag
+	path string // of the command, for the error (set by setupCommand)
+}
+
+// PreParse refuses a variable that does not parse; only the first variable
+// that is set counts, and an empty one means "not set".
+func (f *envDurationFlag) PreParse() error {
+	if err := f.GenericFlag.PreParse(); err != nil {
+		return err
+	}
+	for _, key := range f.GetEnvVars() {
+		val, found := os.LookupEnv(key)
+		if !found {
+			continue
+		}
+		if d, ok := f.Value.(*duration); ok && val != "" {
+			check := *d // a copy: the flag's own value stays the default
+			if err := check.Set(val); err != nil {
+				return usageError("%s: could not parse %q from environment variable %q as value for flag %s: %v", f.path, val, key, f.Name, err)
+			}
+		}
+		return nil
+	}
+	return nil
 }

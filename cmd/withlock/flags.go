@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 )
 
@@ -43,11 +43,11 @@ type superviseOptions struct {
 	keepOrphans      bool
 }
 
-func parseSuperviseOptions(c *cli.Context) (superviseOptions, error) {
+func parseSuperviseOptions(c *cli.Command) (superviseOptions, error) {
 	o := superviseOptions{
-		wait:             durationOf(c, "wait"),
-		grace:            durationOf(c, "grace"),
-		timeout:          durationOf(c, "timeout"),
+		wait:             c.Duration("wait"),
+		grace:            c.Duration("grace"),
+		timeout:          c.Duration("timeout"),
 		conflictExitCode: c.Int("conflict-exit-code"),
 		dieWithParent:    c.Bool("die-with-parent"),
 		keepOrphans:      c.Bool("keep-orphans"),
@@ -67,11 +67,11 @@ func parseSuperviseOptions(c *cli.Context) (superviseOptions, error) {
 
 // newLogger builds the stderr logger from the logging flags. The console
 // form is one plain line per event, prefixed "withlock:".
-func newLogger(c *cli.Context) (zerolog.Logger, error) { return newLoggerTo(c, os.Stderr) }
+func newLogger(c *cli.Command) (zerolog.Logger, error) { return newLoggerTo(c, os.Stderr) }
 
 // newLoggerTo is newLogger writing to out (stderr, or a writer that shares
 // stderr with the waiting line).
-func newLoggerTo(c *cli.Context, out io.Writer) (zerolog.Logger, error) {
+func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
 	levelName := c.String("log-level")
 	if c.String("log-format") == "json" && !c.IsSet("log-level") {
 		levelName = "info" // a machine reading JSON wants the events, not just problems

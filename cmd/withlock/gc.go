@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -41,7 +42,7 @@ Examples:
 	}
 }
 
-func gcAction(c *cli.Context) error {
+func gcAction(_ context.Context, c *cli.Command) error {
 	if c.NArg() > 0 {
 		return usageError("gc: takes no arguments (got %q)", c.Args().Slice())
 	}

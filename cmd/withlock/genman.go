@@ -5,11 +5,12 @@ package main
 // shows; the sections that are prose (exit status, environment, files,
 // examples) are roff written by hand in manpage.go. The generator is plain
 // text formatting, not urfave/cli's docs support (blackfriday and
-// go-md2man, whose markdown-to-roff step lost text: ‹…> and *…* in the old
-// page), so it is in every build, the release build's -tags
-// urfave_cli_no_docs included: `make man` runs the binary it installs.
+// go-md2man in v2, whose markdown-to-roff step lost text: ‹…> and *…* in
+// the old page; a module of its own in v3), so it is in every build,
+// the release build included: `make man` runs the binary it installs.
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 )
 
 func init() { commandRegistry = append(commandRegistry, genManCommand) }
@@ -32,15 +33,15 @@ func genManCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "date", Usage: "date for the page footer (the Makefile passes the commit's)"},
 		},
-		Action: func(c *cli.Context) error {
-			fmt.Print(manPage(c.App, c.String("date")))
+		Action: func(_ context.Context, c *cli.Command) error {
+			fmt.Print(manPage(c.Root(), c.String("date")))
 			return nil
 		},
 	}
 }
 
 // manPage renders withlock(1) for app.
-func manPage(app *cli.App, date string) string {
+func manPage(app *cli.Command, date string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, ".TH WITHLOCK 1 %s %s \"User Commands\"\n", roffQuote(date), roffQuote("withlock "+app.Version))
 	b.WriteString(".SH NAME\nwithlock \\- " + roffText(app.Usage) + "\n")
@@ -48,7 +49,7 @@ func manPage(app *cli.App, date string) string {
 	b.WriteString(".SH SYNOPSIS\n")
 	for _, cmd := range manCommands(app.Commands, "") {
 		fmt.Fprintf(&b, ".B withlock %s\n", roffText(cmd.path))
-		if len(visibleFlags(cmd.Flags)) > 0 {
+		if len(pageFlags(cmd.Flags)) > 0 {
 			b.WriteString("[\\fIflags\\fR]\n")
 		}
 		if cmd.ArgsUsage != "" {
@@ -76,7 +77,7 @@ func manPage(app *cli.App, date string) string {
 		}
 	}
 	for _, cmd := range manCommands(app.Commands, "") {
-		flags := visibleFlags(cmd.Flags)
+		flags := pageFlags(cmd.Flags)
 		if len(flags) == 0 {
 			continue
 		}
@@ -116,7 +117,7 @@ func manCommands(cmds []*cli.Command, prefix string) []manCommand {
 		}
 		path := strings.TrimSpace(prefix + " " + c.Name)
 		out = append(out, manCommand{c, path})
-		out = append(out, manCommands(c.Subcommands, path)...)
+		out = append(out, manCommands(c.Commands, path)...)
 	}
 	return out
 }
@@ -129,6 +130,19 @@ func visibleFlags(flags []cli.Flag) []cli.Flag {
 			continue
 		}
 		out = append(out, f)
+	}
+	return out
+}
+
+// pageFlags are the flags the page lists for a command: the visible ones
+// less --help, which urfave/cli adds to every command's Flags when the app
+// runs; the page lists it once, under "Every command".
+func pageFlags(flags []cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range visibleFlags(flags) {
+		if cli.HelpFlag == nil || f.Names()[0] != cli.HelpFlag.Names()[0] {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -208,11 +222,7 @@ func flagDefault(f cli.Flag) string {
 	if !ok || !dg.TakesValue() {
 		return ""
 	}
-	d := dg.GetDefaultText()
-	if d == "" {
-		d = dg.GetValue()
-	}
-	d = strings.Trim(d, `"`)
+	d := strings.Trim(defaultText(dg), `"`)
 	switch d {
 	case "", "0", "0s", "[]":
 		return ""
@@ -236,7 +246,7 @@ func flagEnvironment(cmds []*cli.Command) string {
 	}
 	var b strings.Builder
 	for _, cmd := range manCommands(cmds, "") {
-		for _, f := range visibleFlags(cmd.Flags) {
+		for _, f := range pageFlags(cmd.Flags) {
 			for _, env := range flagEnvVars(f) {
 				if seen[env] {
 					continue

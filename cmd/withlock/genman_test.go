@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 )
 
 // renderMan writes withlock(1) for app to a file and formats it with
 // man -l as a user reading it would see it (no pager, plain text).
-func renderMan(t *testing.T, app *cli.App) (source, text string) {
+func renderMan(t *testing.T, app *cli.Command) (source, text string) {
 	t.Helper()
 	if _, err := exec.LookPath("man"); err != nil {
 		t.Skip("man not installed (.ci/run installs man-db): cannot render the page")
@@ -132,14 +132,14 @@ func TestManPageHasEveryFlag(t *testing.T) {
 	}
 }
 
-func missingFromMan(text string, app *cli.App) []string {
+func missingFromMan(text string, app *cli.Command) []string {
 	var missing []string
 	synopsis, options := section(text, "SYNOPSIS"), section(text, "OPTIONS")
 	for _, cmd := range manCommands(app.Commands, "") {
 		if !strings.Contains(synopsis, "withlock "+cmd.path+" ") && !strings.Contains(synopsis, "withlock "+cmd.path+"\n") {
 			missing = append(missing, "withlock "+cmd.path+" in SYNOPSIS")
 		}
-		flags := visibleFlags(cmd.Flags)
+		flags := pageFlags(cmd.Flags)
 		if len(flags) == 0 {
 			continue
 		}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"syscall"
@@ -61,7 +62,7 @@ func run(args []string) (int, syscall.Signal) {
 	if err != nil {
 		return report(err), 0
 	}
-	err = app.Run(args)
+	err = app.Run(context.Background(), args)
 	return report(err), signalOf(err)
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/supervisor"
@@ -62,7 +62,7 @@ func splitRunArgs(args []string) (string, []string, error) {
 	return runID, rest, nil
 }
 
-func runAction(c *cli.Context) error {
+func runAction(_ context.Context, c *cli.Command) error {
 	line := newWaitLine(c.Args().First())
 	if c.Bool("quiet") {
 		line.tty = false // -q: nothing on stderr unless something is wrong
@@ -124,7 +124,7 @@ func runAction(c *cli.Context) error {
 // the child with a heartbeat, release, and pass the status through. id
 // names the lock in logs (run id or scope name); failure maps a failed
 // acquisition to its exit status.
-func superviseUnderLock(c *cli.Context, log zerolog.Logger, sigs *supervisor.Signals,
+func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals,
 	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
 	if opts.dieWithParent {
 		if err := supervisor.DieWithParent(); err != nil {
@@ -246,7 +246,7 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 }
 
 // acquireFailure maps a failed acquisition to its exit status and line.
-func acquireFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, runID string, err error) error {
+func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, runID string, err error) error {
 	var sig signalled
 	var held *locks.HeldError
 	switch {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
 	"github.com/withlock/withlock/supervisor"
@@ -27,7 +27,7 @@ func scopeCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "name", Usage: "allocation name, unique among live holders (default: 6 random hex digits)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "scope `PATH:read|write[:recursive]` to hold (repeatable)"},
-		&cli.StringFlag{Name: "delegate-from", EnvVars: []string{"WITHLOCK_SCOPE_NAME"}, Usage: "take the scope from this live allocation's (default: the scoped withlock this runs under)"},
+		&cli.StringFlag{Name: "delegate-from", Sources: cli.EnvVars("WITHLOCK_SCOPE_NAME"), Usage: "take the scope from this live allocation's (default: the scoped withlock this runs under)"},
 		&cli.StringFlag{Name: "socket", Usage: "socket `PATH` recorded with the allocation"},
 		scopeFileFlag(),
 	}
@@ -51,16 +51,13 @@ Examples:
    withlock scope --allow /project/src:write:recursive -- make
    withlock scope --allow /project/src/core:write:recursive -- tool   (inside the first: delegated)
    withlock scope status`,
-		Flags:       flags,
-		Action:      scopeAction,
-		Subcommands: []*cli.Command{scopeStatusCommand(), scopeResetCommand()},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("scope: %v", err)
-		},
+		Flags:    flags,
+		Action:   scopeAction,
+		Commands: []*cli.Command{scopeStatusCommand(), scopeResetCommand()},
 	}
 }
 
-func scopeAction(c *cli.Context) error {
+func scopeAction(_ context.Context, c *cli.Command) error {
 	log, err := newLogger(c)
 	if err != nil {
 		return err
@@ -96,7 +93,7 @@ func scopeAction(c *cli.Context) error {
 // scopeRequest reads --name, --allow, --delegate-from and --socket; each
 // scope's path is taken as the kernel would reach it (a relative one from
 // the working directory, symlinks before "..") and stored in that form.
-func scopeRequest(c *cli.Context) (scope.Request, error) {
+func scopeRequest(c *cli.Command) (scope.Request, error) {
 	texts := c.StringSlice("allow")
 	if len(texts) == 0 {
 		return scope.Request{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
@@ -120,7 +117,7 @@ func scopeRequest(c *cli.Context) (scope.Request, error) {
 }
 
 // scopeFailure maps a refused or failed registration to its exit status.
-func scopeFailure(c *cli.Context, log zerolog.Logger, opts superviseOptions, err error) error {
+func scopeFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, err error) error {
 	var sig signalled
 	switch {
 	case errors.As(err, &sig):
@@ -264,7 +261,7 @@ func scopeStatusCommand() *cli.Command {
 	}
 }
 
-func scopeStatusAction(c *cli.Context) error {
+func scopeStatusAction(_ context.Context, c *cli.Command) error {
 	if err := notScopeRun(c); err != nil {
 		return err
 	}
@@ -308,7 +305,7 @@ forgotten: check them first.`,
 	}
 }
 
-func scopeResetAction(c *cli.Context) error {
+func scopeResetAction(_ context.Context, c *cli.Command) error {
 	if err := notScopeRun(c); err != nil {
 		return err
 	}
@@ -328,14 +325,14 @@ func scopeResetAction(c *cli.Context) error {
 
 // notScopeRun refuses `withlock scope --allow X -- status`: the flag
 // parser drops "--", so a COMMAND named like a subcommand lands here.
-func notScopeRun(c *cli.Context) error {
+func notScopeRun(c *cli.Command) error {
 	lineage := c.Lineage()
 	if len(lineage) < 2 {
 		return nil
 	}
 	for _, f := range []string{"allow", "name", "socket"} {
 		if lineage[1].IsSet(f) {
-			return usageError("scope: %q is a scope subcommand; to run a COMMAND of that name give its path (./%s)", c.Command.Name, c.Command.Name)
+			return usageError("scope: %q is a scope subcommand; to run a COMMAND of that name give its path (./%s)", c.Name, c.Name)
 		}
 	}
 	return nil

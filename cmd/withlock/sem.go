@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -18,7 +18,7 @@ func semFlags() []cli.Flag {
 }
 
 // checkSlotFlags refuses --max and --shared where they cannot work (exit 64).
-func checkSlotFlags(c *cli.Context) error {
+func checkSlotFlags(c *cli.Command) error {
 	if !c.IsSet("max") && !c.Bool("shared") {
 		return nil
 	}
@@ -48,7 +48,7 @@ func (b slotBackend) Acquire(ctx context.Context, runID string, wait time.Durati
 
 // fileBackendFor is the file backend the flags ask for: slots with --max
 // or --shared, else the exclusive run lock.
-func fileBackendFor(c *cli.Context, locker *locks.RunLocker) backend {
+func fileBackendFor(c *cli.Command, locker *locks.RunLocker) backend {
 	switch {
 	case c.IsSet("max"):
 		return slotBackend{locker, c.Int("max")}

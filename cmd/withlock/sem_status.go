@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -140,7 +140,7 @@ func slotText(msg, id string) string {
 
 // breakTargets is what `break RUN_ID` moves: RUN_ID's own lock and, for a
 // semaphore or shared lock, every slot; with --slot K only that slot.
-func breakTargets(c *cli.Context, locker *locks.RunLocker, runID string) ([]string, error) {
+func breakTargets(c *cli.Command, locker *locks.RunLocker, runID string) ([]string, error) {
 	mode, max, slots, found, err := locker.SlotsOf(runID)
 	if err != nil {
 		return nil, exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/scope"
@@ -52,7 +52,7 @@ Examples:
 	}
 }
 
-func statusAction(c *cli.Context) error {
+func statusAction(_ context.Context, c *cli.Command) error {
 	if err := knownBackend(c); err != nil {
 		return err
 	}
