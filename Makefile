@@ -50,16 +50,13 @@ ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
 	test vet fmt-check bench stress clean print-test-tags
 
 # The release build: static (CGO_ENABLED=0: zerolog imports net, which
-# otherwise links libc dynamically, ~0.6 ms per start) and without urfave/cli's
-# man-page support (urfave_cli_no_docs: blackfriday's regexps cost ~0.5 ms per
-# start; withlock's own man page generator does not need it). integration/bench
+# otherwise links libc dynamically, ~0.6 ms per start). integration/bench
 # builds with the same flags.
-RELEASE_TAGS := urfave_cli_no_docs
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/withlock ./cmd/withlock
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/withlock ./cmd/withlock
 
 build-etcd:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(RELEASE_TAGS),etcd' -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-etcd ./cmd/withlock
+	CGO_ENABLED=0 $(GO) build -trimpath -tags etcd -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-etcd ./cmd/withlock
 
 # withlock(1), generated from the cli definitions by the binary itself.
 man: build

@@ -48,9 +48,10 @@ var (
 	}
 )
 
-// taggedBinary returns withlock built with the extra build tag, building it
-// on first use. It is built without -race (these builds test what withlock
-// does, not data races) but with the -tags of this test binary (testBinaryTags).
+// taggedBinary returns withlock built with the extra build tag ("" for
+// none: the build users install), building it on first use. It is built
+// without -race (these builds test what withlock does, not data races) but
+// with the -tags of this test binary (testBinaryTags).
 func taggedBinary(t *testing.T, tag string) string {
 	t.Helper()
 	if buildErr != nil {
@@ -64,13 +65,19 @@ func taggedBinary(t *testing.T, tag string) string {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, "withlock-"+tag)
+		name, tags := "withlock-"+tag, testBinaryTags()
+		if tag == "" {
+			name = "withlock-norace"
+		} else {
+			tags = append(tags, tag)
+		}
+		b.path = filepath.Join(dir, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		tags := strings.Join(append(testBinaryTags(), tag), ",")
-		out, err := exec.CommandContext(ctx, "go", "build", "-tags", tags, "-o", b.path, withlockPackage).CombinedOutput()
+		joined := strings.Join(tags, ",")
+		out, err := exec.CommandContext(ctx, "go", "build", "-tags", joined, "-o", b.path, withlockPackage).CombinedOutput()
 		if err != nil {
-			b.err = fmt.Errorf("go build -tags %s: %w\n%s", tags, err, out)
+			b.err = fmt.Errorf("go build -tags %s: %w\n%s", joined, err, out)
 		}
 	})
 	if b.err != nil {

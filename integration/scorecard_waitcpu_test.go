@@ -26,9 +26,9 @@ func TestScorecardWaitingCPU(t *testing.T) {
 	dir := filepath.Join(work, "locks")
 	const runID = "busy"
 	env := testEnv(t)
-	// The release build: a -race binary's sanitizer thread wakes on its
+	// A build without -race: a -race binary's sanitizer thread wakes on its
 	// own, which is the race detector's cost, not withlock's.
-	bin := taggedBinary(t, "urfave_cli_no_docs")
+	bin := taggedBinary(t, "")
 
 	holder := startProc(binary(t), env, "run", "--dir", dir, runID, "--", "sh", "-c", `: >"$1"; exec sleep 60`, "sh", filepath.Join(work, "held"))
 	t.Cleanup(func() { stopProc(holder) })

@@ -234,13 +234,13 @@ func prepareGoFloor(tmp string) (path, missing string) {
 }
 
 // releaseBuild builds pkgs (import paths or directories inside the module)
-// as the Makefile's release build does (make build): static, -trimpath, no
-// urfave/cli docs support. With several packages, out is a directory ending
-// in "/" and each binary is named after its package's directory.
+// as the Makefile's release build does (make build): static, -trimpath.
+// With several packages, out is a directory ending in "/" and each binary
+// is named after its package's directory.
 func releaseBuild(out string, pkgs ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	args := append([]string{"build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", out}, pkgs...)
+	args := append([]string{"build", "-trimpath", "-o", out}, pkgs...)
 	build := exec.CommandContext(ctx, "go", args...)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := build.CombinedOutput(); err != nil {
