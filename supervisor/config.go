@@ -20,7 +20,12 @@ const (
 
 // Config is what Run needs to start and supervise one child.
 type Config struct {
-	Argv   []string // command and arguments; Argv[0] is looked up in the PATH of Env
+	Argv []string // command and arguments; Argv[0] is looked up in the PATH of Env
+	// Path, when set, is Argv[0] as LookPath already found it in the PATH
+	// of Env: a caller that waits for a lock looks the command up before
+	// the wait, so the hand-off to it does not include the PATH search.
+	// Empty: Run looks Argv[0] up when it spawns.
+	Path   string
 	Env    []string // the child's complete environment; nil means os.Environ()
 	Stdin  *os.File // nil means os.Stdin
 	Stdout *os.File // nil means os.Stdout

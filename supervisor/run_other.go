@@ -14,6 +14,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		fmt.Errorf("supervise %s on %s: %w", cfg.Argv[0], runtime.GOOS, ErrUnsupported)
 }
 
+// LookPath is unsupported on this platform.
+func LookPath(name string, env []string) (string, error) {
+	return "", fmt.Errorf("look up %s on %s: %w", name, runtime.GOOS, ErrUnsupported)
+}
+
 // DieWithParent is unsupported on this platform.
 func DieWithParent() error {
 	return fmt.Errorf("die with parent on %s: %w", runtime.GOOS, ErrUnsupported)

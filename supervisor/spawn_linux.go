@@ -22,9 +22,12 @@ import (
 // goroutine, the child could be KILLed whenever the runtime retires that
 // thread. On a locked thread the parent thread lives as long as the child.
 func spawn(cfg Config, term *terminal) (int, error) {
-	path, err := lookPath(cfg.Argv[0], cfg.Env)
-	if err != nil {
-		return 0, err
+	path := cfg.Path
+	if path == "" {
+		var err error
+		if path, err = LookPath(cfg.Argv[0], cfg.Env); err != nil {
+			return 0, err
+		}
 	}
 	stdin, stdout, stderr := orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
 	sys := &syscall.SysProcAttr{
@@ -99,12 +102,12 @@ func spawnStatus(err error) int {
 // defaultPath is execvp's search path when PATH is unset.
 const defaultPath = "/bin:/usr/bin"
 
-// lookPath finds name in the PATH of env (the child's environment) the way
+// LookPath finds name in the PATH of env (the child's environment) the way
 // sh does: a name with a slash is used as it is; otherwise the first
 // executable regular file wins, and a match that is not executable makes the
 // result "not executable" rather than "not found". Empty PATH entries (the
 // current directory) are skipped.
-func lookPath(name string, env []string) (string, error) {
+func LookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}

@@ -30,6 +30,7 @@ func TestExitStatuses(t *testing.T) {
 		name    string
 		argv    []string
 		timeout time.Duration
+		path    string
 		lost    <-chan error
 		onLost  supervisor.LostPolicy
 		status  int
@@ -48,11 +49,14 @@ func TestExitStatuses(t *testing.T) {
 		{name: "missing path", argv: []string{filepath.Join(dir, "missing")}, status: 127, reason: supervisor.SpawnFailed, errIs: supervisor.ErrNotFound},
 		{name: "missing in PATH", argv: []string{"withlock-no-such-command"}, status: 127, reason: supervisor.SpawnFailed, errIs: supervisor.ErrNotFound},
 		{name: "directory", argv: []string{dir}, status: 126, reason: supervisor.SpawnFailed, errIs: supervisor.ErrNotExecutable},
+		// Path, looked up before a lock wait, is what runs (not a new search of Argv[0]).
+		{name: "path looked up before", argv: []string{"withlock-no-such-command"}, path: "/bin/false", status: 1, reason: supervisor.Exited},
+		{name: "path gone since", argv: []string{"withlock-no-such-command"}, path: filepath.Join(dir, "missing"), status: 127, reason: supervisor.SpawnFailed, errIs: supervisor.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := supervisor.Run(context.Background(), supervisor.Config{
-				Argv: tt.argv, Grace: 5 * time.Second, Timeout: tt.timeout, Lost: tt.lost, OnLost: tt.onLost,
+				Argv: tt.argv, Path: tt.path, Grace: 5 * time.Second, Timeout: tt.timeout, Lost: tt.lost, OnLost: tt.onLost,
 			})
 			if res.Status != tt.status || res.Reason != tt.reason {
 				t.Errorf("got status %d (%s), want %d (%s)", res.Status, res.Reason, tt.status, tt.reason)
@@ -60,8 +64,12 @@ func TestExitStatuses(t *testing.T) {
 			if tt.errIs == nil && err != nil {
 				t.Errorf("unexpected error: %v", err)
 			}
-			if tt.errIs != nil && (!errors.Is(err, tt.errIs) || !strings.Contains(err.Error(), filepath.Base(tt.argv[0]))) {
-				t.Errorf("error %v, want %v naming the command", err, tt.errIs)
+			named := tt.argv[0] // the command, or the program that ran in its place
+			if tt.path != "" {
+				named = tt.path
+			}
+			if tt.errIs != nil && (!errors.Is(err, tt.errIs) || !strings.Contains(err.Error(), filepath.Base(named))) {
+				t.Errorf("error %v, want %v naming %s", err, tt.errIs, named)
 			}
 		})
 	}

@@ -131,6 +131,10 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
 	}
+	// The command is looked up before the wait, off the hand-off's path
+	// (the child's PATH is ours: childEnv adds only WITHLOCK_ variables).
+	// One not found is reported as before, by the spawn under the lock.
+	path, _ := supervisor.LookPath(argv[0], os.Environ())
 	lock, err := acquireInterruptible(sigs, be, id, opts.wait)
 	afterWait()
 	if err != nil {
@@ -149,6 +153,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:        argv,
+		Path:        path,
 		Env:         env,
 		Grace:       opts.grace,
 		Timeout:     opts.timeout,
