@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/withlock/withlock/internal/testwait"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/etcdlock"
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
@@ -59,13 +60,7 @@ func etcdctlLock(t *testing.T, s *etcdtest.Server, name string) (*exec.Cmd, <-ch
 
 func keyWithin(t *testing.T, lines <-chan string, d time.Duration, what string) string {
 	t.Helper()
-	select {
-	case k := <-lines:
-		return k
-	case <-time.After(d):
-		t.Fatalf("etcdctl lock: %s within %s", what, d)
-		return ""
-	}
+	return testwait.Recv(t, lines, d, "etcdctl lock: "+what)
 }
 
 // TestEtcdctlHoldsWithlockWaits: while `etcdctl lock` holds the run id's
