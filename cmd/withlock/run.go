@@ -131,10 +131,15 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
 	}
-	// The command is looked up before the wait, off the hand-off's path
-	// (the child's PATH is ours: childEnv adds only WITHLOCK_ variables).
-	// One not found is reported as before, by the spawn under the lock.
-	path, _ := supervisor.LookPath(argv[0], os.Environ())
+	// A run that may wait looks the command up before the wait, off the
+	// hand-off's path (the child's PATH is ours: childEnv adds only
+	// WITHLOCK_ variables); one that does not wait leaves it to the spawn,
+	// so a conflict (75) costs no lookup. One not found is reported as
+	// before, by the spawn under the lock.
+	var path string
+	if opts.wait != 0 {
+		path, _ = supervisor.LookPath(argv[0], os.Environ())
+	}
 	lock, err := acquireInterruptible(sigs, be, id, opts.wait)
 	afterWait()
 	if err != nil {
