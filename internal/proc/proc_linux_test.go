@@ -137,31 +137,37 @@ func TestDescendantsGroupHolding(t *testing.T) {
 	if _, err := out.Read(buf); err != nil {
 		t.Fatal(err)
 	}
+	// Wait until both have settled: one has called setsid (its own group),
+	// the other stays in sh's, and neither is running or in the middle of an
+	// exec (R or D). Reading the state once they are merely "not R" saw the
+	// setsid'd one in D, before its setsid(2).
 	var ds []Process
+	var setsid, inGroup int
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ds, err = Descendants(sh.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ds) == 2 && ds[0].State != 'R' && ds[1].State != 'R' {
-			break // both exec'd sleep and are sleeping
+		setsid, inGroup = 0, 0
+		settled := len(ds) == 2
+		for _, p := range ds {
+			if p.State != 'S' {
+				settled = false
+			}
+			if p.Pgrp == p.Pid {
+				setsid = p.Pid
+			} else if p.Pgrp == sh.Process.Pid {
+				inGroup = p.Pid
+			}
+		}
+		if settled && setsid != 0 && inGroup != 0 {
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("descendants %+v, want two sleeps", ds)
+			t.Fatalf("descendants %+v: want two sleeping sleeps, one setsid'd, one in sh's group", ds)
 		}
 		time.Sleep(time.Millisecond)
-	}
-	var setsid, inGroup int
-	for _, p := range ds {
-		if p.Pgrp == p.Pid {
-			setsid = p.Pid
-		} else {
-			inGroup = p.Pid
-		}
-	}
-	if setsid == 0 || inGroup == 0 {
-		t.Fatalf("descendants %+v: want one setsid'd, one in the group", ds)
 	}
 	members, err := GroupMembers(sh.Process.Pid)
 	if err != nil {
