@@ -31,8 +31,9 @@ type Lock struct {
 
 // TreeFile is the descriptor of this acquisition's tree file, or nil. It
 // is inheritable already: every process withlock starts holds it, and
-// with it the lock, until that process ends or closes it. Release unlinks
-// the file, so processes left running after a release hold nothing.
+// with it the lock, until that process ends or closes it. Release takes
+// the file from its name, so processes left running after a release hold
+// nothing a lock names.
 func (l *Lock) TreeFile() *os.File { return l.tree }
 
 // LockID is the random token of this acquisition.
@@ -146,7 +147,14 @@ func (l *Lock) Release() error {
 		}
 		l.r.Log.Debug().Str("run_id", l.RunID).Str("lock_file", l.Path).Msg("lock file removed")
 		if l.tree != nil {
-			l.r.removeTree(l.Path, l.payload.LockID)
+			// Our own flock goes with our descriptor; the file becomes the
+			// run id's spare (tree.go), for the next acquisition to take.
+			l.tree.Close()
+			l.tree = nil
+			tree, spare := treePath(l.Path, l.payload.LockID), spareTreePath(l.Path)
+			if err := fsys.Rename(tree, spare); err != nil {
+				l.r.removeTree(l.Path, l.payload.LockID)
+			}
 		}
 		return nil
 	})

@@ -341,6 +341,16 @@ func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 	return h
 }
 
+// makeTree gives the acquisition lockID its tree file: the run id's spare
+// where one can be taken, else a new file (tree.go).
+func (r *RunLocker) makeTree(lockPath, lockID string) (*os.File, error) {
+	path := treePath(lockPath, lockID)
+	if f := reuseTree(spareTreePath(lockPath), path, r.lockMode()); f != nil {
+		return f, nil
+	}
+	return createTree(path, r.lockMode())
+}
+
 // removeTree removes the tree file of a lock that was moved aside once its
 // tree ended. A file left behind is gc's.
 func (r *RunLocker) removeTree(lockPath, lockID string) {
@@ -407,7 +417,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 	lockID := randomID()
 	var tree *os.File
 	if !r.knobs().noTree && !testbuild.NoTree {
-		tree, err = createTree(treePath(lockPath, lockID), r.lockMode())
+		tree, err = r.makeTree(lockPath, lockID)
 		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")
 		}

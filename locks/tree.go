@@ -22,11 +22,24 @@ import (
 // takes a shared lock, so two probers never take each other's probe for a
 // live tree, and it may run outside the guard.
 //
-// The file is per acquisition: release unlinks it, so orphans that
-// --keep-orphans leaves running keep an unlinked file locked and never hold
-// the next acquisition's lock. Kept orphans are outside the lock once
-// withlock has released it. A reclaimer or break that moves a lock aside
-// removes its tree file once the tree is gone; gc removes leftovers.
+// The file is per acquisition: release takes it away from the tree file's
+// name, so orphans that --keep-orphans leaves running keep a file locked
+// that no lock will name again, and never hold the next acquisition's lock.
+// Kept orphans are outside the lock once withlock has released it. A
+// reclaimer or break that moves a lock aside removes its tree file once the
+// tree is gone; gc removes leftovers.
+//
+// Release does not unlink the file: it renames it to <key>.tree, the run
+// id's spare, and the next acquisition renames the spare to its own tree
+// file's name, after taking flock(LOCK_EX|LOCK_NB) on it. So a run id's
+// acquisitions reuse one inode instead of making a new one each time. On
+// ext4 a new inode costs more the more inodes were freed lately (the
+// allocator skips recently deleted ones, reading inode tables to tell):
+// with runs back to back, 0.3–1 ms of kernel CPU per file made on the test
+// machines, against ~10 µs for a rename. The flock decides whether the
+// spare is free: a process that still holds it (a kept orphan) makes the
+// flock fail, and the acquirer unlinks that spare and makes a new file.
+// Only a spare of the acquirer's own user is taken.
 
 // treeSuffix is the part of a tree file's name between the key and the
 // lock id.
@@ -36,6 +49,12 @@ const treeSuffix = ".tree."
 // lives.
 func treePath(lockPath, lockID string) string {
 	return strings.TrimSuffix(lockPath, ".lock") + treeSuffix + lockID
+}
+
+// spareTreePath is the run id's spare tree file (see above): not a
+// leftover, like the guard and the fence file.
+func spareTreePath(lockPath string) string {
+	return strings.TrimSuffix(lockPath, ".lock") + ".tree"
 }
 
 // TreeState is what a probe of a lock's tree file found.

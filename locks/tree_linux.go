@@ -34,18 +34,63 @@ func createTree(path string, perm fs.FileMode) (*os.File, error) {
 	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail("flock", err)
 	}
+	if err := inheritable(&f); err != nil {
+		return fail("fcntl", err)
+	}
+	return f, nil
+}
+
+// reuseTree makes the spare tree file at spare this acquisition's tree
+// file at path (see tree.go): it opens the spare, checks that it is this
+// user's, locks it exclusively, renames it to path and makes its
+// descriptor inheritable. It returns nil when there is no spare to take:
+// none, another user's, one whose mode is not perm (the dir became shared
+// or private since), or one still held — which it unlinks, so that the
+// processes holding it keep a file no lock names.
+func reuseTree(spare, path string, perm fs.FileMode) *os.File {
+	f, err := os.OpenFile(spare, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFREG || fs.FileMode(st.Mode&0o777) != perm {
+		f.Close()
+		return nil
+	}
+	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			os.Remove(spare)
+		}
+		return nil
+	}
+	if err := os.Rename(spare, path); err != nil {
+		f.Close()
+		return nil
+	}
+	if err := inheritable(&f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil
+	}
+	return f
+}
+
+// inheritable makes *f's descriptor survive exec, moving it to a number
+// of inheritFrom or above where there is room.
+func inheritable(f **os.File) error {
 	// F_DUPFD (not F_DUPFD_CLOEXEC): the copy is inherited across exec. A
 	// tiny `ulimit -n` has no room that high: then the descriptor keeps
 	// its number and only loses close-on-exec.
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD, inheritFrom)
+	fd, err := unix.FcntlInt((*f).Fd(), unix.F_DUPFD, inheritFrom)
 	if err != nil {
-		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil {
-			return fail("fcntl", err)
-		}
-		return f, nil
+		_, err := unix.FcntlInt((*f).Fd(), unix.F_SETFD, 0)
+		return err
 	}
-	f.Close() // the flock belongs to the open file, which the copy shares
-	return os.NewFile(uintptr(fd), path), nil
+	name := (*f).Name()
+	(*f).Close() // the flock belongs to the open file, which the copy shares
+	*f = os.NewFile(uintptr(fd), name)
+	return nil
 }
 
 // probeTree says whether anything still holds the tree file at path.

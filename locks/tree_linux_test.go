@@ -149,10 +149,85 @@ func TestReleasedTreeHoldsNothing(t *testing.T) {
 	if probeTree(treePath(next.Path, next.LockID())) != TreeRunning {
 		t.Fatal("the new holder's tree file is not locked")
 	}
-	// The orphan still holds the old, unlinked file's flock: proof that it
-	// did inherit it (the negative side of this row).
-	if !hasOpen(orphan.Process.Pid, tree+" (deleted)") {
+	// The orphan still holds the old file's flock — released to the spare's
+	// name, then unlinked by the next acquirer, which found it held: proof
+	// that it did inherit it (the negative side of this row).
+	if !hasOpen(orphan.Process.Pid, spareTreePath(l.Path)+" (deleted)") {
 		t.Fatal("the orphan no longer holds the old tree file; the row shows nothing")
+	}
+}
+
+// Back-to-back acquisitions of a run id use one tree inode: release leaves
+// it as the spare, the next acquirer renames it to its own tree file's
+// name and locks it. A spare with the wrong mode, or not a regular file,
+// is not taken.
+func TestTreeSpareReused(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	inode := func(path string) uint64 {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	first := mustAcquire(t, r, "job")
+	firstIno := inode(treePath(first.Path, first.LockID()))
+	if err := first.Release(); err != nil {
+		t.Fatal(err)
+	}
+	spare := spareTreePath(first.Path)
+	if got := inode(spare); got != firstIno {
+		t.Fatalf("spare inode %d, want the released tree file's %d", got, firstIno)
+	}
+	second := mustAcquire(t, r, "job")
+	tree := treePath(second.Path, second.LockID())
+	if got := inode(tree); got != firstIno {
+		t.Errorf("second tree file inode %d, want the spare's %d", got, firstIno)
+	}
+	if _, err := os.Stat(spare); !os.IsNotExist(err) {
+		t.Errorf("the spare is still there after it was taken: %v", err)
+	}
+	if probeTree(tree) != TreeRunning {
+		t.Error("the reused tree file is not locked")
+	}
+	if second.TreeFile().Fd() < inheritFrom {
+		t.Errorf("reused tree descriptor %d, want ≥ %d", second.TreeFile().Fd(), inheritFrom)
+	}
+	if err := second.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Control: a spare whose mode is not the dir's lock mode is left alone.
+	if err := os.Chmod(spare, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	third := mustAcquire(t, r, "job")
+	defer third.Release()
+	if inode(treePath(third.Path, third.LockID())) == firstIno {
+		t.Error("a spare of mode 0640 was taken")
+	}
+	// A directory planted as the spare is not taken either.
+	if err := third.Release(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(spare)
+	if err := os.Mkdir(spare, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fourth := mustAcquire(t, r, "job")
+	if fourth.TreeFile() == nil || probeTree(treePath(fourth.Path, fourth.LockID())) != TreeRunning {
+		t.Error("with a directory as the spare, no locked tree file was made")
+	}
+	if err := fourth.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(spare); err != nil || !fi.IsDir() {
+		t.Errorf("the planted directory: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(treePath(fourth.Path, fourth.LockID())); !os.IsNotExist(err) {
+		t.Errorf("with the spare's name taken, release left the tree file: %v", err)
 	}
 }
 
