@@ -19,8 +19,9 @@ const MinTempAge = time.Minute
 // CollectGarbage removes the leftovers in the locker's directory — locks
 // moved aside (*.stale.*) and temp files (*.tmp.*) — older than olderThan,
 // and returns those it removed (with dryRun, what it would remove). It
-// never touches a .lock, .guard or .fence file: those are live state or
-// the fencing counter. Removals that fail are joined into the error; the others are
+// never touches a .lock, .guard, .fence or spare .tree file: those are
+// live state, the fencing counter, or the inode the next acquisition's
+// tree file reuses (tree.go). Removals that fail are joined into the error; the others are
 // still done. A missing directory holds nothing.
 func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Leftover, error) {
 	rep, err := r.Inspect()

@@ -248,7 +248,7 @@ func (r *RunLocker) holderLiveness(p Payload) HolderLiveness {
 // leftoverKind classifies a name that gc may remove. Lock, guard and fence
 // files are never leftovers, whatever else their name holds.
 func leftoverKind(name string) (LeftoverKind, bool) {
-	for _, keep := range []string{".lock", ".guard", ".fence"} {
+	for _, keep := range []string{".lock", ".guard", ".fence", ".tree"} {
 		if strings.HasSuffix(name, keep) {
 			return "", false
 		}

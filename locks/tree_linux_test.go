@@ -178,6 +178,9 @@ func TestTreeSpareReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	spare := spareTreePath(first.Path)
+	if removed, err := r.CollectGarbage(0, false); err != nil || len(removed) != 0 {
+		t.Fatalf("gc removed %+v (%v); the spare is not a leftover", removed, err)
+	}
 	if got := inode(spare); got != firstIno {
 		t.Fatalf("spare inode %d, want the released tree file's %d", got, firstIno)
 	}
