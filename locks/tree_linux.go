@@ -34,7 +34,7 @@ func createTree(path string, perm fs.FileMode) (*os.File, error) {
 	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail("flock", err)
 	}
-	if err := inheritable(&f); err != nil {
+	if err := inheritable(&f, path); err != nil {
 		return fail("fcntl", err)
 	}
 	return f, nil
@@ -68,7 +68,7 @@ func reuseTree(spare, path string, perm fs.FileMode) *os.File {
 		f.Close()
 		return nil
 	}
-	if err := inheritable(&f); err != nil {
+	if err := inheritable(&f, path); err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil
@@ -77,8 +77,9 @@ func reuseTree(spare, path string, perm fs.FileMode) *os.File {
 }
 
 // inheritable makes *f's descriptor survive exec, moving it to a number
-// of inheritFrom or above where there is room.
-func inheritable(f **os.File) error {
+// of inheritFrom or above where there is room; the moved copy is named
+// name (the file's path now, which a reused spare's open no longer is).
+func inheritable(f **os.File, name string) error {
 	// F_DUPFD (not F_DUPFD_CLOEXEC): the copy is inherited across exec. A
 	// tiny `ulimit -n` has no room that high: then the descriptor keeps
 	// its number and only loses close-on-exec.
@@ -87,7 +88,6 @@ func inheritable(f **os.File) error {
 		_, err := unix.FcntlInt((*f).Fd(), unix.F_SETFD, 0)
 		return err
 	}
-	name := (*f).Name()
 	(*f).Close() // the flock belongs to the open file, which the copy shares
 	*f = os.NewFile(uintptr(fd), name)
 	return nil

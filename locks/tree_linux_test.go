@@ -195,6 +195,9 @@ func TestTreeSpareReused(t *testing.T) {
 	if probeTree(tree) != TreeRunning {
 		t.Error("the reused tree file is not locked")
 	}
+	if got := second.TreeFile().Name(); got != tree {
+		t.Errorf("reused tree file named %q, want %q", got, tree)
+	}
 	if second.TreeFile().Fd() < inheritFrom {
 		t.Errorf("reused tree descriptor %d, want ≥ %d", second.TreeFile().Fd(), inheritFrom)
 	}
