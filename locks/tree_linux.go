@@ -52,8 +52,12 @@ func reuseTree(spare, path string, perm fs.FileMode) *os.File {
 	if err != nil {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFREG || fs.FileMode(st.Mode&0o777) != perm {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
+		f.Close()
+		return nil
+	}
+	if uid, ok := ownerUID(fi); !ok || uid != os.Geteuid() {
 		f.Close()
 		return nil
 	}

@@ -164,29 +164,35 @@ func TestReleasedTreeHoldsNothing(t *testing.T) {
 func TestTreeSpareReused(t *testing.T) {
 	dir := t.TempDir()
 	r := newTestLocker(t, dir, time.Minute)
-	inode := func(path string) uint64 {
+	inodeOf := func(path string) uint64 {
 		t.Helper()
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
+		fi, err := os.Stat(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Ino
+		return inode(fi)
 	}
 	first := mustAcquire(t, r, "job")
-	firstIno := inode(treePath(first.Path, first.LockID()))
+	firstIno := inodeOf(treePath(first.Path, first.LockID()))
 	if err := first.Release(); err != nil {
 		t.Fatal(err)
 	}
 	spare := spareTreePath(first.Path)
+	// Older than gc's floor for tree files (MinTempAge), so a spare taken
+	// for a leftover would be removed here.
+	old := time.Now().Add(-2 * MinTempAge)
+	if err := os.Chtimes(spare, old, old); err != nil {
+		t.Fatal(err)
+	}
 	if removed, err := r.CollectGarbage(0, false); err != nil || len(removed) != 0 {
 		t.Fatalf("gc removed %+v (%v); the spare is not a leftover", removed, err)
 	}
-	if got := inode(spare); got != firstIno {
+	if got := inodeOf(spare); got != firstIno {
 		t.Fatalf("spare inode %d, want the released tree file's %d", got, firstIno)
 	}
 	second := mustAcquire(t, r, "job")
 	tree := treePath(second.Path, second.LockID())
-	if got := inode(tree); got != firstIno {
+	if got := inodeOf(tree); got != firstIno {
 		t.Errorf("second tree file inode %d, want the spare's %d", got, firstIno)
 	}
 	if _, err := os.Stat(spare); !os.IsNotExist(err) {
@@ -210,8 +216,7 @@ func TestTreeSpareReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	third := mustAcquire(t, r, "job")
-	defer third.Release()
-	if inode(treePath(third.Path, third.LockID())) == firstIno {
+	if inodeOf(treePath(third.Path, third.LockID())) == firstIno {
 		t.Error("a spare of mode 0640 was taken")
 	}
 	// A directory planted as the spare is not taken either.
