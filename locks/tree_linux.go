@@ -68,7 +68,9 @@ func reuseTree(spare, path string, perm fs.FileMode) *os.File {
 		}
 		return nil
 	}
-	if err := os.Rename(spare, path); err != nil {
+	// rename(2) itself: os.Rename would first Lstat path, only to refuse
+	// a directory there, which rename(2) refuses too.
+	if err := unix.Renameat(unix.AT_FDCWD, spare, unix.AT_FDCWD, path); err != nil {
 		f.Close()
 		return nil
 	}

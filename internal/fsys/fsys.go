@@ -63,7 +63,6 @@ type OS struct{}
 func (OS) Mkdir(path string, perm fs.FileMode) error { return os.Mkdir(path, perm) }
 func (OS) Lstat(path string) (fs.FileInfo, error)    { return os.Lstat(path) }
 func (OS) Link(oldpath, newpath string) error        { return os.Link(oldpath, newpath) }
-func (OS) Rename(oldpath, newpath string) error      { return os.Rename(oldpath, newpath) }
 func (OS) Remove(path string) error                  { return os.Remove(path) }
 
 func (OS) WriteNew(path string, data []byte, perm fs.FileMode) error {
@@ -83,7 +82,7 @@ func (OS) WriteNew(path string, data []byte, perm fs.FileMode) error {
 }
 
 func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, err := openRegular(path, os.O_RDONLY, 0)
+	f, fi, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		var nr *notRegularError
 		if errors.As(err, &nr) {
@@ -92,10 +91,6 @@ func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
 	// A /proc file reports size 0 and is read to its end all the same.
 	data := make([]byte, 0, min(max(fi.Size(), 512), limit)+1)
 	for int64(len(data)) <= limit {
@@ -118,7 +113,7 @@ func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 // descriptor may be handed to other programs (a run's command inherits its
 // tree file), which expect a plain one.
 func (OS) OpenCounter(path string) (*os.File, error) {
-	f, err := openRegular(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, _, err := openRegular(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -129,28 +124,34 @@ func (OS) OpenCounter(path string) (*os.File, error) {
 	return f, nil
 }
 
+// OpenGuard opens with O_NONBLOCK, like openRegular: a guard is only
+// ever flocked (flock(2) blocks or not by its own LOCK_NB), its descriptor
+// is never inherited, and os.OpenFile then leaves the flag alone instead
+// of setting and clearing it around its poller check (four fcntl calls on
+// every state transition's path).
 func (OS) OpenGuard(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
 }
 
 // openRegular opens path without following a symlink and without blocking
 // on a FIFO (O_NONBLOCK, which changes nothing for a regular file's reads,
-// writes or flocks), and refuses anything but a regular file.
-func openRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+// writes or flocks), and refuses anything but a regular file. It returns
+// the file's FileInfo too.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, flag|oNoFollow|oNonBlock, perm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{fi}}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{fi}}
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // notRegularError matches ErrNotRegular and carries what was found.

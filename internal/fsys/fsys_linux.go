@@ -30,9 +30,22 @@ func (OS) RenameNoReplace(oldpath, newpath string) error {
 	return os.Remove(oldpath)
 }
 
-// WriteUnnamed opens an O_TMPFILE in dir and writes data to it.
+// Rename is rename(2). os.Rename first looks at newpath (an Lstat, one
+// more path walk on every renewal and release) only to turn a rename over
+// a directory into EEXIST; rename(2) refuses that too (EISDIR).
+func (OS) Rename(oldpath, newpath string) error {
+	err := unix.Renameat(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath)
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
+}
+
+// WriteUnnamed opens an O_TMPFILE in dir and writes data to it. O_NONBLOCK,
+// which changes nothing for a regular file's writes, keeps os.OpenFile
+// from setting and clearing it around its poller check.
 func (OS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(dir, unix.O_TMPFILE|os.O_WRONLY, perm)
+	f, err := os.OpenFile(dir, unix.O_TMPFILE|os.O_WRONLY|unix.O_NONBLOCK, perm)
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL):
 		// No O_TMPFILE here (old kernel: EISDIR; filesystem: EOPNOTSUPP).

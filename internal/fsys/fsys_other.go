@@ -13,6 +13,8 @@ const (
 	oNonBlock = 0
 )
 
+func (OS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+
 // RenameNoReplace is Linux-only (renameat2).
 func (OS) RenameNoReplace(oldpath, newpath string) error {
 	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: errors.ErrUnsupported}
