@@ -142,7 +142,9 @@ func TestHolderKeepsTheHoldUntilRelease(t *testing.T) {
 
 // A waiter behind a holder that keeps the hold queues for it instead of
 // watching the directory, is woken by the release (its poll is an hour
-// off), and takes the hold along with the lock.
+// off), and takes the hold along with the lock. Its fencing token, bumped
+// through the hold's descriptor of the fence file, is the next one and is
+// in the fence file for the acquisition after it.
 func TestQueuedWaiterWakesOnRelease(t *testing.T) {
 	l, w := heldWithWaiter(t, time.Hour)
 	counts := countWaits(w)
@@ -161,6 +163,16 @@ func TestQueuedWaiterWakesOnRelease(t *testing.T) {
 	}
 	if !readPayload(t, a.l.Path).Hold || holdFree(t, w, "job") {
 		t.Fatal("the waiter took the lock without the hold it was granted")
+	}
+	if a.l.FencingToken() <= l.FencingToken() {
+		t.Fatalf("the waiter's token %d is not above its holder's %d", a.l.FencingToken(), l.FencingToken())
+	}
+	stored, err := os.ReadFile(w.fencePath("job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := counterText(a.l.FencingToken()); string(stored) != string(want[:]) {
+		t.Fatalf("fence file holds %q after the hand-off; want the waiter's token %q", stored, want[:])
 	}
 }
 

@@ -244,11 +244,12 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, nil)
+	return r.tryAcquire(runID, nil, "")
 }
 
-// tryAcquire is TryAcquire by a waiter that may own the hold already.
-func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
+// tryAcquire is TryAcquire by a waiter that may own the hold already, with
+// the lock id the new lock gets ("": one drawn when the lock is created).
+func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
@@ -262,10 +263,13 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	// A live holder is reported without taking the guard: a lock file is
 	// only ever replaced whole, so one read is a consistent view, and the
 	// waiters one release wakes would otherwise queue on the guard in front
-	// of the one that takes the lock next.
-	if v, err := r.read(lockPath); err == nil {
-		if verdict := r.judge(v); verdict.Held() {
-			return nil, r.holder(lockPath, v, verdict), nil
+	// of the one that takes the lock next. A waiter granted the hold skips
+	// this look: its holder let the hold go only once its file was gone.
+	if !hold.isGranted() {
+		if v, err := r.read(lockPath); err == nil {
+			if verdict := r.judge(v); verdict.Held() {
+				return nil, r.holder(lockPath, v, verdict), nil
+			}
 		}
 	}
 	g, err := r.lockGuard(runID)
@@ -306,7 +310,7 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen, hold)
+	return r.create(runID, lockPath, seen, hold, lockID)
 }
 
 // read takes one look at a lock file.
@@ -397,24 +401,32 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
+func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest, lockID string) (*Lock, *Holder, error) {
 	fsys := r.fsys()
-	token, fence, err := r.nextToken(runID, seen)
+	granted := hold.isGranted()
+	// A granted hold is the fence file open and flocked already: the
+	// counter is bumped through it rather than through a second open.
+	var grantedFence *os.File
+	if granted {
+		grantedFence = hold.f
+	}
+	token, fence, err := r.nextToken(runID, seen, grantedFence)
 	if err != nil {
 		return nil, nil, err
 	}
 	var holdFile *os.File
-	granted := hold.isGranted()
 	ownHold := !granted && r.tryHold(fence) // the fence file opened here keeps the hold
 	if ownHold {
 		holdFile = fence
-	} else {
+	} else if fence != grantedFence {
 		fence.Close()
 	}
 	// The tree file (tree.go), locked before any payload names it. Where
 	// it cannot be made (no flock, no descriptor to spare) the lock goes
 	// on without it, judged by its pid and TTL alone.
-	lockID := randomID()
+	if lockID == "" {
+		lockID = randomID()
+	}
 	var tree *os.File
 	if !r.knobs().noTree && !testbuild.NoTree {
 		tree, err = r.makeTree(lockPath, lockID)
@@ -497,21 +509,30 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 // nextToken bumps the run id's fencing counter in its sidecar file, which
 // gc and break never remove. The counter is rewritten in place at a fixed
 // width under the guard: no temp file, no new inode on every acquisition.
-// The counter file is returned open, for the hold.
-func (r *RunLocker) nextToken(runID string, seen uint64) (uint64, *os.File, error) {
+// The counter file is returned open, for the hold: open, the one given
+// (a granted hold's, which stays open whatever happens), or else one
+// opened here.
+func (r *RunLocker) nextToken(runID string, seen uint64, open *os.File) (uint64, *os.File, error) {
 	path := r.fencePath(runID)
-	f, err := r.fsys().OpenCounter(path)
-	if err != nil {
-		return 0, nil, explainDenied(r.fsys(), "fence file", path, err)
+	f := open
+	if f == nil {
+		var err error
+		if f, err = r.fsys().OpenCounter(path); err != nil {
+			return 0, nil, explainDenied(r.fsys(), "fence file", path, err)
+		}
+	}
+	fail := func(err error) (uint64, *os.File, error) {
+		if f != open {
+			f.Close()
+		}
+		return 0, nil, err
 	}
 	if err := checkOwnedFile("fence file", f); err != nil {
-		f.Close()
-		return 0, nil, err
+		return fail(err)
 	}
 	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)
 	if err != nil {
-		f.Close()
-		return 0, nil, fmt.Errorf("run %q: %w", OneLine(truncateEscaped(runID, 64)), err)
+		return fail(fmt.Errorf("run %q: %w", OneLine(truncateEscaped(runID, 64)), err))
 	}
 	return token, f, nil
 }
@@ -614,11 +635,24 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 	graced := false
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
+	// Before its first wait blocks, a waiter draws its lock id and has
+	// encoding/json build the payload's encoder, so that the attempt a
+	// release wakes pays neither: the first use of crypto/rand and of
+	// encoding/json for a type costs a process tens of microseconds each,
+	// as much as the rest of that attempt. One that never waits (a free
+	// lock, a conflict) does both, or neither, as before.
+	lockID := ""
+	beforeWait := func() {
+		if lockID == "" {
+			lockID = randomID()
+			_, _ = Payload{RunID: runID, LockID: lockID}.Encode()
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		lock, holder, err := r.tryAcquire(runID, hold)
+		lock, holder, err := r.tryAcquire(runID, hold, lockID)
 		if lock != nil {
 			return lock, nil
 		}
@@ -671,6 +705,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 				// Queued in the kernel: woken when the holder lets go, as
 				// the only waiter woken. The poll covers what the hold
 				// cannot show (hold.go).
+				beforeWait()
 				r.at("wait:queued")
 				timeout := recheckBy(holder, now, min(left, jitter(r.holdPollEvery())))
 				if r.OnWait != nil {
@@ -692,6 +727,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			timeout = min(left, jitter(5*time.Second))
 		}
 		timeout = recheckBy(holder, now, timeout)
+		beforeWait()
 		r.at("wait:watching")
 		if r.OnWait != nil {
 			r.OnWait(holder, now.Sub(start))
