@@ -349,10 +349,10 @@ func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 // where one can be taken, else a new file (tree.go).
 func (r *RunLocker) makeTree(lockPath, lockID string) (*os.File, error) {
 	path := treePath(lockPath, lockID)
-	if f := reuseTree(spareTreePath(lockPath), path, r.lockMode()); f != nil {
+	if f := reuseTree(r.fsys(), spareTreePath(lockPath), path, r.lockMode()); f != nil {
 		return f, nil
 	}
-	return createTree(path, r.lockMode())
+	return createTree(r.fsys(), path, r.lockMode())
 }
 
 // removeTree removes the tree file of a lock that was moved aside once its

@@ -20,15 +20,16 @@ const inheritFrom = 100
 // and makes its descriptor inheritable (see tree.go). In a shared dir perm
 // lets other users read it, so their probe sees a running tree (a probe
 // needs only a read-only open; their shared lock cannot be had while ours
-// is held, and does not stop anyone's probe once it is not).
-func createTree(path string, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
+// is held, and does not stop anyone's probe once it is not). Files are
+// made, renamed and removed through fsys, like every lock file.
+func createTree(fsys FS, path string, perm fs.FileMode) (*os.File, error) {
+	f, err := fsys.OpenTree(path, true, perm)
 	if err != nil {
 		return nil, err
 	}
 	fail := func(op string, err error) (*os.File, error) {
 		f.Close()
-		os.Remove(path)
+		fsys.Remove(path)
 		return nil, &fs.PathError{Op: op, Path: path, Err: err}
 	}
 	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -47,8 +48,8 @@ func createTree(path string, perm fs.FileMode) (*os.File, error) {
 // none, another user's, one whose mode is not perm (the dir became shared
 // or private since), or one still held — which it unlinks, so that the
 // processes holding it keep a file no lock names.
-func reuseTree(spare, path string, perm fs.FileMode) *os.File {
-	f, err := os.OpenFile(spare, os.O_RDWR|unix.O_NOFOLLOW, 0)
+func reuseTree(fsys FS, spare, path string, perm fs.FileMode) *os.File {
+	f, err := fsys.OpenTree(spare, false, 0)
 	if err != nil {
 		return nil
 	}
@@ -64,19 +65,17 @@ func reuseTree(spare, path string, perm fs.FileMode) *os.File {
 	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			os.Remove(spare)
+			fsys.Remove(spare)
 		}
 		return nil
 	}
-	// rename(2) itself: os.Rename would first Lstat path, only to refuse
-	// a directory there, which rename(2) refuses too.
-	if err := unix.Renameat(unix.AT_FDCWD, spare, unix.AT_FDCWD, path); err != nil {
+	if err := fsys.Rename(spare, path); err != nil {
 		f.Close()
 		return nil
 	}
 	if err := inheritable(&f, path); err != nil {
 		f.Close()
-		os.Remove(path)
+		fsys.Remove(path)
 		return nil
 	}
 	return f

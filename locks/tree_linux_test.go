@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,7 +250,7 @@ func TestProbeTree(t *testing.T) {
 	if got := probeTree(path); got != TreeEnded {
 		t.Errorf("no file: %v, want ended", got)
 	}
-	f, err := createTree(path, 0o600)
+	f, err := createTree(OSFS{}, path, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,4 +284,96 @@ func hasOpen(pid int, path string) bool {
 		}
 	}
 	return false
+}
+
+// treeFaultFS fails the tree file's operations on demand.
+type treeFaultFS struct {
+	OSFS
+	openTree error                      // OpenTree fails with it, creating or not
+	rename   func(oldpath string) error // a non-nil result fails Rename
+}
+
+func (f *treeFaultFS) OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error) {
+	if f.openTree != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: f.openTree}
+	}
+	return f.OSFS.OpenTree(path, create, perm)
+}
+
+func (f *treeFaultFS) Rename(oldpath, newpath string) error {
+	if f.rename != nil {
+		if err := f.rename(oldpath); err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+	}
+	return f.OSFS.Rename(oldpath, newpath)
+}
+
+// The tree file goes through the fsys layer like every lock file. When it
+// cannot be opened, the lock is taken without one (judged by pid and TTL
+// alone, and its payload says so) and nothing is left behind; when the
+// spare cannot be renamed into place, the acquisition makes a fresh tree
+// file and the spare stays.
+func TestTreeFaults(t *testing.T) {
+	dir := t.TempDir()
+	r := newTestLocker(t, dir, time.Minute)
+	ffs := &treeFaultFS{openTree: syscall.EMFILE}
+	r.FS = ffs
+	treeFiles := func() []string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "*.tree*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	l := mustAcquire(t, r, "job")
+	if l.TreeFile() != nil || readPayload(t, l.Path).Tree {
+		t.Fatal("a lock whose tree file could not be opened claims one")
+	}
+	if m := treeFiles(); len(m) != 0 {
+		t.Fatalf("tree files left: %v", m)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Control: with the open working, the same locker makes a tree file.
+	ffs.openTree = nil
+	l = mustAcquire(t, r, "job")
+	if l.TreeFile() == nil || !readPayload(t, l.Path).Tree {
+		t.Fatal("no tree file with the open working")
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	spare := spareTreePath(l.Path)
+	fi, err := os.Stat(spare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spareIno := inode(fi)
+
+	ffs.rename = func(oldpath string) error {
+		if oldpath == spare {
+			return syscall.EIO
+		}
+		return nil
+	}
+	l = mustAcquire(t, r, "job")
+	defer l.Release()
+	tree := treePath(l.Path, l.LockID())
+	fi, err = os.Stat(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inode(fi) == spareIno {
+		t.Fatal("the spare was taken although its rename failed")
+	}
+	if probeTree(tree) != TreeRunning {
+		t.Fatal("the fresh tree file is not locked")
+	}
+	if fi, err := os.Stat(spare); err != nil || inode(fi) != spareIno {
+		t.Fatalf("the spare after a failed rename: %v, %v", fi, err)
+	}
 }

@@ -51,6 +51,11 @@ type FS interface {
 	// and rewriting in place, without following a symlink or blocking on a
 	// FIFO; anything but a regular file is refused with ErrNotRegular.
 	OpenCounter(path string) (*os.File, error)
+	// OpenTree opens a tree file read-write without following a symlink:
+	// with create, a new one with perm (O_EXCL: fs.ErrExist when path
+	// exists); without, an existing one. Its descriptor is handed to the
+	// command, so it is a plain (blocking) one.
+	OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error)
 }
 
 // ErrNotRegular: the path names something other than a regular file (a
@@ -122,6 +127,14 @@ func (OS) OpenCounter(path string) (*os.File, error) {
 		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
 	}
 	return f, nil
+}
+
+func (OS) OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error) {
+	flag := os.O_RDWR | oNoFollow
+	if create {
+		flag |= os.O_CREATE | os.O_EXCL
+	}
+	return os.OpenFile(path, flag, perm)
 }
 
 // OpenGuard opens with O_NONBLOCK, like openRegular: a guard is only
