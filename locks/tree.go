@@ -32,11 +32,10 @@ import (
 // Release does not unlink the file: it renames it to <key>.tree, the run
 // id's spare, and the next acquisition renames the spare to its own tree
 // file's name, after taking flock(LOCK_EX|LOCK_NB) on it. So a run id's
-// acquisitions reuse one inode instead of making a new one each time. On
+// acquisitions reuse one inode instead of making a new one each time: on
 // ext4 a new inode costs more the more inodes were freed lately (the
-// allocator skips recently deleted ones, reading inode tables to tell):
-// with runs back to back, 0.3–1 ms of kernel CPU per file made on the test
-// machines, against ~10 µs for a rename. The flock decides whether the
+// allocator skips recently deleted ones, reading inode tables to tell),
+// far more than a rename with runs back to back. The flock decides whether the
 // spare is free: a process that still holds it (a kept orphan) makes the
 // flock fail, and the acquirer unlinks that spare and makes a new file.
 // Only a spare of the acquirer's own user is taken.

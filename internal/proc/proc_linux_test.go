@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/testwait"
 )
 
 // Read's fields are the ones after the command name's last ')': the name
@@ -143,17 +145,16 @@ func TestDescendantsGroupHolding(t *testing.T) {
 	// setsid'd one in D, before its setsid(2).
 	var ds []Process
 	var setsid, inGroup int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	settled := testwait.Until(10*time.Second, func() bool {
 		ds, err = Descendants(sh.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		setsid, inGroup = 0, 0
-		settled := len(ds) == 2
+		all := len(ds) == 2
 		for _, p := range ds {
 			if p.State != 'S' {
-				settled = false
+				all = false
 			}
 			if p.Pgrp == p.Pid {
 				setsid = p.Pid
@@ -161,13 +162,10 @@ func TestDescendantsGroupHolding(t *testing.T) {
 				inGroup = p.Pid
 			}
 		}
-		if settled && setsid != 0 && inGroup != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("descendants %+v: want two sleeping sleeps, one setsid'd, one in sh's group", ds)
-		}
-		time.Sleep(time.Millisecond)
+		return all && setsid != 0 && inGroup != 0
+	})
+	if !settled {
+		t.Fatalf("descendants %+v: want two sleeping sleeps, one setsid'd, one in sh's group", ds)
 	}
 	members, err := GroupMembers(sh.Process.Pid)
 	if err != nil {
