@@ -244,12 +244,14 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, nil, "")
+	return r.tryAcquire(runID, nil, "", nil)
 }
 
 // tryAcquire is TryAcquire by a waiter that may own the hold already, with
-// the lock id the new lock gets ("": one drawn when the lock is created).
-func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string) (*Lock, *Holder, error) {
+// the lock id the new lock gets ("": one drawn when the lock is created)
+// and the unnamed file its payload may be written to (nil: one opened when
+// the lock is created).
+func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string, unnamed *unnamedFile) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
@@ -310,7 +312,7 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string) (
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen, hold, lockID)
+	return r.create(runID, lockPath, seen, hold, lockID, unnamed)
 }
 
 // read takes one look at a lock file.
@@ -401,7 +403,7 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest, lockID string) (*Lock, *Holder, error) {
+func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest, lockID string, unnamed *unnamedFile) (*Lock, *Holder, error) {
 	fsys := r.fsys()
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
@@ -467,7 +469,16 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		return nil, nil, err
 	}
 	var linkErr error
-	if f, err := fsys.WriteUnnamed(r.Dir, enc, r.lockMode()); err == nil {
+	f := unnamed.take(r.lockMode())
+	if f == nil {
+		f, err = fsys.OpenUnnamed(r.Dir, r.lockMode())
+	}
+	if err == nil {
+		if _, err := f.Write(enc); err != nil {
+			f.Close()
+			failed()
+			return nil, nil, err
+		}
 		r.at("acquire:after-temp")
 		linkErr = fsys.LinkUnnamed(f, lockPath)
 		f.Close()
@@ -635,24 +646,31 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 	graced := false
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
-	// Before its first wait blocks, a waiter draws its lock id and has
-	// encoding/json build the payload's encoder, so that the attempt a
-	// release wakes pays neither: the first use of crypto/rand and of
-	// encoding/json for a type costs a process tens of microseconds each,
-	// as much as the rest of that attempt. One that never waits (a free
-	// lock, a conflict) does both, or neither, as before.
+	// Before its wait blocks, a waiter draws its lock id, has
+	// encoding/json build the payload's encoder and opens the unnamed file
+	// its payload will be written to, so that the attempt a release wakes
+	// pays none of them: the first use of crypto/rand and of encoding/json
+	// for a type cost a process tens of microseconds each, and so does
+	// making an O_TMPFILE's inode — together as much as the rest of that
+	// attempt. The unnamed file has no name, so a waiter leaves nothing in
+	// the directory; an attempt that fails uses it up, and the next wait
+	// opens another. One that never waits (a free lock, a conflict) does
+	// all of it, or none, as before.
 	lockID := ""
+	var unnamed unnamedFile
+	defer unnamed.close()
 	beforeWait := func() {
 		if lockID == "" {
 			lockID = randomID()
 			_, _ = Payload{RunID: runID, LockID: lockID}.Encode()
 		}
+		unnamed.open(r)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		lock, holder, err := r.tryAcquire(runID, hold, lockID)
+		lock, holder, err := r.tryAcquire(runID, hold, lockID, &unnamed)
 		if lock != nil {
 			return lock, nil
 		}
@@ -828,4 +846,47 @@ func (r *RunLocker) fault(runID string, err error, faults *int, left time.Durati
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	return nil, false
+}
+
+// unnamedFile is the unnamed file (O_TMPFILE) a waiter opens before its
+// wait blocks, for the payload of the lock it is waiting for (Acquire);
+// the zero value has none.
+type unnamedFile struct {
+	f    *os.File
+	mode fs.FileMode // the mode it was made with
+}
+
+// open makes one when there is none and the filesystem can; a failure
+// leaves none, and the lock's creation opens one as it always did.
+func (u *unnamedFile) open(r *RunLocker) {
+	if u.f != nil {
+		return
+	}
+	mode := r.lockMode()
+	if f, err := r.fsys().OpenUnnamed(r.Dir, mode); err == nil {
+		u.f, u.mode = f, mode
+	}
+}
+
+// take hands the file over, if there is one made with mode (the directory
+// can turn shared or private during a wait); one made with another mode is
+// closed. A nil u has none.
+func (u *unnamedFile) take(mode fs.FileMode) *os.File {
+	if u == nil || u.f == nil {
+		return nil
+	}
+	f := u.f
+	u.f = nil
+	if u.mode != mode {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+func (u *unnamedFile) close() {
+	if u.f != nil {
+		u.f.Close()
+		u.f = nil
+	}
 }

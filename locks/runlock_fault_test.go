@@ -39,12 +39,12 @@ func (f *faultFS) WriteNew(p string, d []byte, m fs.FileMode) error {
 	return f.OSFS.WriteNew(p, d, m)
 }
 
-func (f *faultFS) WriteUnnamed(dir string, d []byte, m fs.FileMode) (*os.File, error) {
+func (f *faultFS) OpenUnnamed(dir string, m fs.FileMode) (*os.File, error) {
 	f.calls.Add(1)
 	if f.writeNew != nil {
 		return nil, &fs.PathError{Op: "write", Path: dir, Err: f.writeNew}
 	}
-	return f.OSFS.WriteUnnamed(dir, d, m)
+	return f.OSFS.OpenUnnamed(dir, m)
 }
 
 func (f *faultFS) LinkUnnamed(file *os.File, n string) error {

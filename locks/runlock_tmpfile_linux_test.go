@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -17,7 +18,7 @@ import (
 // noUnnamed is a filesystem without O_TMPFILE.
 type noUnnamed struct{ OSFS }
 
-func (noUnnamed) WriteUnnamed(string, []byte, fs.FileMode) (*os.File, error) {
+func (noUnnamed) OpenUnnamed(string, fs.FileMode) (*os.File, error) {
 	return nil, errors.ErrUnsupported
 }
 
@@ -55,7 +56,7 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 			dir := t.TempDir()
 			r := newTestLocker(t, dir, time.Minute)
 			r.FS = tc.fs
-			if f, err := r.fsys().WriteUnnamed(dir, nil, 0o600); errors.Is(err, errors.ErrUnsupported) && tc.quiet {
+			if f, err := r.fsys().OpenUnnamed(dir, 0o600); errors.Is(err, errors.ErrUnsupported) && tc.quiet {
 				t.Skip("no O_TMPFILE on this filesystem")
 			} else if err == nil {
 				f.Close()
@@ -126,4 +127,93 @@ func inotifyEvent(name string) []byte {
 	ev.Mask, ev.Len = unix.IN_DELETE, uint32(n)
 	copy(buf[unix.SizeofInotifyEvent:], name)
 	return buf
+}
+
+// unnamedIn lists the inodes of the unnamed files (O_TMPFILE) in dir that
+// this process has open: /proc shows one as "<dir>/#<inode> (deleted)".
+func unnamedIn(t *testing.T, dir string) []uint64 {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inodes []uint64
+	for _, e := range fds {
+		fd := filepath.Join("/proc/self/fd", e.Name())
+		target, err := os.Readlink(fd)
+		if err != nil || !strings.HasPrefix(target, dir+"/#") || !strings.HasSuffix(target, " (deleted)") {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(fd, &st); err == nil {
+			inodes = append(inodes, st.Ino)
+		}
+	}
+	return inodes
+}
+
+// A waiter opens the unnamed file for its payload before its wait blocks,
+// and the lock it is granted is that file: the hand-off does not make an
+// inode. (Were the file opened again at the hand-off, the lock file would
+// be another inode.)
+func TestWaiterWritesThePayloadFileItPrepared(t *testing.T) {
+	l, w := heldWithWaiter(t, time.Hour)
+	dir := w.Dir
+	if f, err := w.fsys().OpenUnnamed(dir, 0o600); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no O_TMPFILE on this filesystem")
+	} else if err == nil {
+		f.Close()
+	}
+	if open := unnamedIn(t, dir); len(open) != 0 {
+		t.Fatalf("unnamed files open before any wait: %v", open)
+	}
+	isWaiting := waiting(w)
+	got := acquireInGoroutine(w, "job", time.Minute)
+	waitClosed(t, isWaiting, "the waiter to wait")
+	prepared := unnamedIn(t, dir)
+	if len(prepared) != 1 {
+		t.Fatalf("a waiting waiter has %d unnamed files open in its dir (%v), want 1", len(prepared), prepared)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	a := await(t, got, "the waiter")
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	defer a.l.Release()
+	fi, err := os.Lstat(a.l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino := inode(fi); ino != prepared[0] {
+		t.Fatalf("the lock file is inode %d, not the unnamed file %d the waiter prepared", ino, prepared[0])
+	}
+	if p := readPayload(t, a.l.Path); p.LockID != a.l.LockID() || p.FencingToken != a.l.FencingToken() {
+		t.Fatalf("lock file carries lock id %q token %d, want %q %d", p.LockID, p.FencingToken, a.l.LockID(), a.l.FencingToken())
+	}
+	if open := unnamedIn(t, dir); len(open) != 0 {
+		t.Fatalf("unnamed files still open once the lock is taken: %v", open)
+	}
+}
+
+// A wait that ends without the lock (its bound passed) closes the unnamed
+// file it prepared: nothing leaks, whatever the outcome.
+func TestGivenUpWaitClosesItsPayloadFile(t *testing.T) {
+	l, w := heldWithWaiter(t, time.Hour)
+	defer l.Release()
+	dir := w.Dir
+	isWaiting := waiting(w)
+	got := acquireInGoroutine(w, "job", 300*time.Millisecond)
+	waitClosed(t, isWaiting, "the waiter to wait")
+	if len(unnamedIn(t, dir)) != 1 {
+		t.Skip("the waiter prepared no unnamed file (no O_TMPFILE here?)")
+	}
+	a := await(t, got, "the waiter to give up")
+	if !errors.Is(a.err, ErrHeld) {
+		t.Fatalf("Acquire = %v, %v; want ErrHeld", a.l, a.err)
+	}
+	if open := unnamedIn(t, dir); len(open) != 0 {
+		t.Fatalf("unnamed files left open by a wait that gave up: %v", open)
+	}
 }

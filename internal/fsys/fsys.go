@@ -29,12 +29,12 @@ type FS interface {
 	// does not fsync: a lock means nothing after a crash of the machine
 	// (the boot id changes and a torn file is judged stale).
 	WriteNew(path string, data []byte, perm fs.FileMode) error
-	// WriteUnnamed writes data to a new file in dir that has no name yet
-	// (O_TMPFILE) and returns it open; errors.ErrUnsupported when the
-	// filesystem or kernel cannot, and the caller uses WriteNew instead.
-	// Dropped unlinked, it vanishes: there is no temp name to remove.
-	WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error)
-	// LinkUnnamed gives a WriteUnnamed file the name path, failing with
+	// OpenUnnamed opens a new, empty file in dir that has no name yet
+	// (O_TMPFILE), for writing; errors.ErrUnsupported when the filesystem
+	// or kernel cannot, and the caller uses WriteNew instead. Dropped
+	// unlinked, it vanishes: there is no temp name to remove.
+	OpenUnnamed(dir string, perm fs.FileMode) (*os.File, error)
+	// LinkUnnamed gives an OpenUnnamed file the name path, failing with
 	// EEXIST when path exists, like Link.
 	LinkUnnamed(f *os.File, path string) error
 	Link(oldpath, newpath string) error

@@ -41,20 +41,16 @@ func (OS) Rename(oldpath, newpath string) error {
 	return nil
 }
 
-// WriteUnnamed opens an O_TMPFILE in dir and writes data to it. O_NONBLOCK,
-// which changes nothing for a regular file's writes, keeps os.OpenFile
-// from setting and clearing it around its poller check.
-func (OS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
+// OpenUnnamed opens an O_TMPFILE in dir. O_NONBLOCK, which changes
+// nothing for a regular file's writes, keeps os.OpenFile from setting and
+// clearing it around its poller check.
+func (OS) OpenUnnamed(dir string, perm fs.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(dir, unix.O_TMPFILE|os.O_WRONLY|unix.O_NONBLOCK, perm)
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL):
 		// No O_TMPFILE here (old kernel: EISDIR; filesystem: EOPNOTSUPP).
 		return nil, errors.ErrUnsupported
 	case err != nil:
-		return nil, err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return f, nil

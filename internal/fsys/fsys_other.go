@@ -20,8 +20,8 @@ func (OS) RenameNoReplace(oldpath, newpath string) error {
 	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: errors.ErrUnsupported}
 }
 
-// WriteUnnamed is Linux-only (O_TMPFILE); callers fall back to WriteNew.
-func (OS) WriteUnnamed(dir string, data []byte, perm fs.FileMode) (*os.File, error) {
+// OpenUnnamed is Linux-only (O_TMPFILE); callers fall back to WriteNew.
+func (OS) OpenUnnamed(dir string, perm fs.FileMode) (*os.File, error) {
 	return nil, errors.ErrUnsupported
 }
 
