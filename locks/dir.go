@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -30,7 +29,7 @@ func ResolveDir(flag string, getenv func(string) string) string {
 // often no $TMPDIR) and one started from a login shell (both set) take the
 // same lock and see each other in status (SPEC §3).
 func DefaultDir() string {
-	uid := os.Geteuid()
+	uid := euid()
 	if uid == 0 {
 		return "/run/withlock"
 	}
@@ -133,7 +132,7 @@ func mkdirAll(fsys FS, dir string) error {
 // checkDirForRead is the check before listing a directory (status, gc):
 // root may read any user's directory; others as the run lock checks it.
 func checkDirForRead(dir string, fi fs.FileInfo) error {
-	if os.Geteuid() == 0 {
+	if euid() == 0 {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return checkLockDir(dir, fi)
 		}

@@ -8,9 +8,14 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"sync"
 
 	"github.com/withlock/withlock/internal/testbuild"
 )
+
+// euid is the effective user id, asked of the kernel once: withlock never
+// changes it, and every state transition checks a few files' owners.
+var euid = sync.OnceValue(os.Geteuid)
 
 // ErrNotOurs: a file in the lock directory belongs to another user, and
 // only root (or that user) may change it: another user's stale lock, or a
@@ -32,9 +37,9 @@ func checkPrivateDir(dir string, fi fs.FileInfo) error {
 		return fmt.Errorf("%w: %s is writable by %s (mode %s, owner %s): run chmod go-w %s, or use a dir of your own with --dir",
 			ErrUnsafeDir, dir, writers(fi), modeText(fi), ownerOf(fi), dir)
 	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() && uid != 0 {
+	if uid, ok := ownerUID(fi); ok && uid != euid() && uid != 0 {
 		return fmt.Errorf("%w: %s is owned by %s, not by you (uid %d) or root: use a dir of your own with --dir",
-			ErrUnsafeDir, dir, ownerOf(fi), os.Geteuid())
+			ErrUnsafeDir, dir, ownerOf(fi), euid())
 	}
 	return nil
 }
@@ -90,7 +95,7 @@ func checkOwned(what, path string, fi fs.FileInfo) error {
 		return nil
 	}
 	uid, ok := ownerUID(fi)
-	if !ok || uid == os.Geteuid() || os.Geteuid() == 0 {
+	if !ok || uid == euid() || euid() == 0 {
 		return nil
 	}
 	return &NotOursError{What: what, Path: path, UID: uid}
@@ -188,7 +193,7 @@ func foreignOwner(fi fs.FileInfo) string {
 	if fi == nil {
 		return ""
 	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() {
+	if uid, ok := ownerUID(fi); ok && uid != euid() {
 		return userText(uid)
 	}
 	return ""
@@ -207,7 +212,7 @@ func foreignGuard(f *os.File) (holdTooLong error, err error) {
 	if err := checkOwned("guard", f.Name(), fi); err != nil {
 		return nil, err
 	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() {
+	if uid, ok := ownerUID(fi); ok && uid != euid() {
 		return &NotOursError{What: "guard", Path: f.Name(), UID: uid}, nil
 	}
 	return nil, nil

@@ -78,6 +78,16 @@ func flock(fd, how int) error {
 	}
 }
 
+// pread is one pread(2) of f at off, retried on EINTR.
+func pread(f *os.File, buf []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(int(f.Fd()), buf, off)
+		if err != unix.EINTR {
+			return max(n, 0), err
+		}
+	}
+}
+
 // unlockGuard releases the flock by closing the file.
 func unlockGuard(f *os.File) {
 	if f != nil {

@@ -13,3 +13,7 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 }
 
 func unlockGuard(f *os.File) {}
+
+func pread(f *os.File, buf []byte, off int64) (int, error) {
+	return 0, errors.ErrUnsupported
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -572,10 +571,13 @@ func fenceFloor(now time.Time) uint64 {
 // (the floor and seen still keep the token growing); one at the largest
 // value fails with ErrFenceExhausted rather than wrap to 0.
 func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger) (uint64, error) {
+	// One pread: the counter is 21 bytes, and a read of a regular file
+	// that returns less than asked for has reached its end (ReadAt would
+	// ask again to hear so).
 	var buf [64]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
+	n, err := pread(f, buf[:], 0)
+	if err != nil {
+		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	var stored uint64
 	if text := strings.TrimSpace(string(buf[:n])); text != "" {

@@ -58,7 +58,7 @@ func reuseTree(fsys FS, spare, path string, perm fs.FileMode) *os.File {
 		f.Close()
 		return nil
 	}
-	if uid, ok := ownerUID(fi); !ok || uid != os.Geteuid() {
+	if uid, ok := ownerUID(fi); !ok || uid != euid() {
 		f.Close()
 		return nil
 	}

@@ -54,7 +54,7 @@ type FS interface {
 	// OpenTree opens a tree file read-write without following a symlink:
 	// with create, a new one with perm (O_EXCL: fs.ErrExist when path
 	// exists); without, an existing one. Its descriptor is handed to the
-	// command, so it is a plain (blocking) one.
+	// command, so it is a plain (blocking) one, as OpenCounter's.
 	OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error)
 }
 
@@ -129,12 +129,27 @@ func (OS) OpenCounter(path string) (*os.File, error) {
 	return f, nil
 }
 
+// OpenTree opens with O_NONBLOCK, so that os.OpenFile leaves the flag
+// alone instead of setting and clearing it around its poller check, and
+// then clears it: the descriptor is handed to the command, which expects
+// a plain (blocking) one.
 func (OS) OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error) {
-	flag := os.O_RDWR | oNoFollow
+	flag := os.O_RDWR | oNoFollow | oNonBlock
 	if create {
 		flag |= os.O_CREATE | os.O_EXCL
 	}
-	return os.OpenFile(path, flag, perm)
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := clearNonblock(f); err != nil {
+		f.Close()
+		if create {
+			os.Remove(path)
+		}
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return f, nil
 }
 
 // OpenGuard opens with O_NONBLOCK, like openRegular: a guard is only

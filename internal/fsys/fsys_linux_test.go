@@ -2,6 +2,8 @@ package fsys
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -97,5 +99,41 @@ func TestOpenCounterRegularOnlyAndBlocking(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("created %v (%v), want mode 0600", fi, err)
+	}
+}
+
+// OpenTree hands back a blocking descriptor, made or opened, with the
+// mode asked for, and refuses to follow a symlink: the command inherits
+// it and may read or write it like any file it was given.
+func TestOpenTreeBlockingNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.tree.abc")
+	for _, create := range []bool{true, false} {
+		f, err := OS{}.OpenTree(path, create, 0o644)
+		if err != nil {
+			t.Fatalf("create=%v: %v", create, err)
+		}
+		flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+		f.Close()
+		if err != nil || flags&unix.O_NONBLOCK != 0 {
+			t.Fatalf("create=%v: flags %#x (%v): want a blocking descriptor", create, flags, err)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("created %v (%v), want mode 0644", fi, err)
+	}
+	if f, err := (OS{}).OpenTree(path, true, 0o644); !errors.Is(err, fs.ErrExist) {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("create over an existing tree file: %v, want fs.ErrExist", err)
+	}
+	link := filepath.Join(dir, "link.tree")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := (OS{}).OpenTree(link, false, 0); err == nil {
+		f.Close()
+		t.Fatal("opened a tree file through a symlink")
 	}
 }
