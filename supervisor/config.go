@@ -37,8 +37,12 @@ type Config struct {
 	Grace      time.Duration // TERM → KILL grace; 0 kills at once
 	Timeout    time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
 	Signals    *Signals      // subscribed by the caller; nil makes Run subscribe itself
-	Lost       <-chan error  // optional: receives once when the lock is lost
-	OnLost     LostPolicy    // what a value on Lost does
+	// Watch, when set, starts watching the lock (its heartbeat) and
+	// returns the channel that receives once when the lock is lost. Run
+	// calls it once the child is forked, while it execs: starting the watch
+	// is not on the way from the lock's acquisition to the command.
+	Watch  func() (lost <-chan error)
+	OnLost LostPolicy // what a loss reported by Watch's channel does
 	// Verify, when set, checks that the lock is still held; Run calls it
 	// when withlock is continued (SIGCONT), and after a job-control stop
 	// before any of the child's tree runs again. An error is a lost lock

@@ -147,7 +147,7 @@ func helperConfig(sigs *supervisor.Signals) (supervisor.Config, error) {
 	if d := envDuration("HELPER_LOST_AFTER"); d > 0 {
 		lost := make(chan error, 1)
 		time.AfterFunc(d, func() { lost <- fmt.Errorf("lock file gone") })
-		cfg.Lost = lost
+		cfg.Watch = func() <-chan error { return lost }
 	}
 	return cfg, nil
 }

@@ -70,9 +70,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// SIGCHLD now, while the child execs. An orphan that exits before it
 	// is subscribed is reaped on the loop's first turn.
 	cfg.Signals.Complete()
+	var lost <-chan error
+	if cfg.Watch != nil {
+		lost = cfg.Watch()
+	}
 	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
 	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, tty: tty, gave: term != nil,
-		chld: cfg.Signals.Chld(), childExited: exited, cause: noCause}
+		chld: cfg.Signals.Chld(), childExited: exited, lost: lost, cause: noCause}
 	res := s.run(ctx)
 	res.Pid = pid
 	return res, nil

@@ -56,7 +56,7 @@ func TestExitStatuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := supervisor.Run(context.Background(), supervisor.Config{
-				Argv: tt.argv, Path: tt.path, Grace: 5 * time.Second, Timeout: tt.timeout, Lost: tt.lost, OnLost: tt.onLost,
+				Argv: tt.argv, Path: tt.path, Grace: 5 * time.Second, Timeout: tt.timeout, Watch: func() <-chan error { return tt.lost }, OnLost: tt.onLost,
 			})
 			if res.Status != tt.status || res.Reason != tt.reason {
 				t.Errorf("got status %d (%s), want %d (%s)", res.Status, res.Reason, tt.status, tt.reason)

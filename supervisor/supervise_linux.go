@@ -40,6 +40,7 @@ type supervision struct {
 	// childExited receives once the main child has exited (not yet
 	// reaped): forkAndAwait's waitid returned.
 	childExited <-chan struct{}
+	lost        <-chan error // Config.Watch's: the lock was lost
 
 	exited bool            // the main child is reaped
 	status unix.WaitStatus // its status, once exited
@@ -60,7 +61,7 @@ func (s *supervision) run(ctx context.Context) Result {
 	defer stopTimer(timeout)
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
-	lost, done := s.cfg.Lost, ctx.Done()
+	lost, done := s.lost, ctx.Done()
 
 	for {
 		s.reap()

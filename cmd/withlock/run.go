@@ -149,21 +149,27 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 		id = named.Name() // a scope's name is known once it is registered
 	}
 	// The child's environment is read before the heartbeat starts: a
-	// renewal rewrites the lock's payload.
+	// renewal rewrites the lock's payload. The heartbeat starts once the
+	// child is forked (Watch), off the way from the lock to the command;
+	// its first renewal is a third of the TTL away.
 	env := childEnv(os.Environ(), lock.Env())
-	lost, stopHeartbeat := lock.Heartbeat()
+	stopHeartbeat := func() {}
 	defer func() {
-		releaseBounded(log, id, lock, stopHeartbeat, func() { exitNow(result) })
+		releaseBounded(log, id, lock, func() { stopHeartbeat() }, func() { exitNow(result) })
 	}()
 
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
-		Argv:        argv,
-		Path:        path,
-		Env:         env,
-		Grace:       opts.grace,
-		Timeout:     opts.timeout,
-		Signals:     sigs,
-		Lost:        lost,
+		Argv:    argv,
+		Path:    path,
+		Env:     env,
+		Grace:   opts.grace,
+		Timeout: opts.timeout,
+		Signals: sigs,
+		Watch: func() <-chan error {
+			var lost <-chan error
+			lost, stopHeartbeat = lock.Heartbeat()
+			return lost
+		},
 		OnLost:      lostPolicy(opts.killOnLost),
 		Verify:      ownershipCheck(lock),
 		KeepOrphans: opts.keepOrphans,
