@@ -12,6 +12,9 @@
 #   make bench        interleaved comparison with go-floor, flock, tini, timeout and issue
 #                     18's bars (PASS/FAIL) -> table + reports/bench.json; installs nothing:
 #                     a missing peer is named with its package and shows n/a
+#   make bench-vs     BASE=<commit> (default aedc642): start-up and hand-off of that commit's
+#                     release build measured beside this one, interleaved, with issue 15's
+#                     bars (≤ 1.05 × the baseline) -> table + reports/bench-vs.json
 #   make stress       integration scorecard at full counts (WITHLOCK_STRESS=1), up to 60 min
 #   make fmt-check    gofmt -l must print nothing
 #
@@ -28,6 +31,10 @@ TEST_TAGS ?=
 TEST_TIMEOUT ?= 15m
 TEST_FLAGS ?=
 BENCH_FLAGS ?=
+# bench-vs: the commit measured beside this one, and its sections and runs
+# (a 5 % difference needs a few hundred hand-offs to show above the noise).
+BASE ?= aedc642
+BENCH_VS_FLAGS ?= -only overhead,handoff -n 400 -handoff-runs 400
 STRESS_FLAGS ?=
 
 tags := $(if $(strip $(TEST_TAGS)),-tags '$(strip $(TEST_TAGS))')
@@ -47,7 +54,7 @@ LDFLAGS := -X main.version=$(VERSION)
 ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
 
 .PHONY: build build-etcd install install-etcd man completion stage deb nfpm \
-	test vet fmt-check bench stress clean print-test-tags
+	test vet fmt-check bench bench-vs stress clean print-test-tags
 
 # The release build: static (CGO_ENABLED=0: zerolog imports net, which
 # otherwise links libc dynamically, ~0.6 ms per start). integration/bench
@@ -138,6 +145,16 @@ fmt-check:
 bench:
 	@mkdir -p reports
 	$(GO) run -tags etcd ./integration/bench -json reports/bench.json $(BENCH_FLAGS)
+
+# The baseline is built from `git archive BASE` in a temp dir, as a release
+# build (static, -trimpath), like the build under test.
+bench-vs:
+	@mkdir -p reports
+	@base=$$(mktemp -d) && trap 'rm -rf "$$base"' EXIT && \
+	git archive --format=tar $(BASE) | tar -x -C "$$base" && \
+	(cd "$$base" && CGO_ENABLED=0 $(GO) build -trimpath -o withlock-baseline ./cmd/withlock) && \
+	echo "bench-vs: baseline $(BASE) ($$(git rev-parse --short $(BASE)))" && \
+	$(GO) run ./integration/bench -json reports/bench-vs.json -baseline "$$base/withlock-baseline" $(BENCH_VS_FLAGS)
 
 stress:
 	WITHLOCK_STRESS=1 $(GO) test $(tags) ./integration/ -run Scorecard -count=1 -timeout 60m $(STRESS_FLAGS)

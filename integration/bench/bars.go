@@ -89,6 +89,10 @@ func barSpecs(b *bench) []barSpec {
 		{"scope register + release at 1,000 allocations", "× one run's wall", 1.5, ratio("scope", scopeTool(1000), "scope", "withlock run")},
 		{"scope: 10,000 allocations ÷ 1,000 (linear or better: ≤ 10)", "×", 10, ratio("scope", scopeTool(10000), "scope", scopeTool(1000))},
 		{"supervise `sleep 0`, next to tini -s -g", "× tini", 0, ratio("supervision", "withlock", "supervision", "tini")},
+		// Issue 15: the liveness probe on every acquisition's path costs
+		// no more than 5 % next to the build before it (-baseline).
+		{"start-up, next to the baseline build (issue 15)", "× baseline", 1.05, ratio("overhead", "withlock", "overhead", baselineName)},
+		{"hand-off, next to the baseline build (issue 15)", "× baseline", 1.05, ratio("handoff", "withlock", "handoff", baselineName)},
 	}
 }
 
@@ -129,7 +133,7 @@ func writeBars(w io.Writer, bars []bar) {
 	if len(bars) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nbars (issue 18), from the medians above\n")
+	fmt.Fprintf(w, "\nbars (issue 18; issue 15's with -baseline), from the medians above\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  figure\tthis run\tbar\tverdict\tfrom")
 	for _, b := range bars {

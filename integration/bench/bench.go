@@ -20,6 +20,8 @@ type bench struct {
 	withlockGiven   bool   // withlockAsFound is -bin's, not the bench's build
 	withlockMissing string // why it is unavailable
 	goFloor         string // path of the go-floor peer (./gofloor); "" when its build failed
+	baseline        string // -baseline's build, installed: an earlier withlock measured beside this one; "" without
+	baselineMissing string // why -baseline's binary is unavailable
 	goFloorMissing  string // why it is unavailable
 	tmp             string // scratch directory, removed at the end
 	env             []string
@@ -32,6 +34,22 @@ type bench struct {
 // withlockTool returns a withlock tool, or a missing one when the binary is unavailable.
 func (b *bench) withlockTool(command string, measure func(i int) (float64, error)) *tool {
 	return &tool{name: "withlock", command: command, missing: b.withlockMissing, measure: measure}
+}
+
+// baselineName is the baseline build's tool name (-baseline).
+const baselineName = "withlock (baseline)"
+
+// baselineTools is the baseline build's tool in a section that measures
+// one (overhead, handoff), none without -baseline: measure gets its path.
+func (b *bench) baselineTools(command string, measure func(path string) func(i int) (float64, error)) []*tool {
+	if b.baseline == "" && b.baselineMissing == "" {
+		return nil
+	}
+	t := &tool{name: baselineName, command: command, missing: b.baselineMissing}
+	if b.baseline != "" {
+		t.measure = measure(b.baseline)
+	}
+	return []*tool{t}
 }
 
 // goFloorTool returns the go-floor tool, or a missing one when its build failed.

@@ -251,7 +251,8 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 			&tool{name: "go-floor", samples: []float64{2}}),
 		sec("handoff",
 			&tool{name: "withlock", samples: []float64{2}},
-			&tool{name: "go-floor", samples: []float64{1}}),
+			&tool{name: "go-floor", samples: []float64{1}},
+			&tool{name: baselineName, samples: []float64{1.9}}),
 		sec("drain",
 			&tool{name: "withlock", samples: []float64{2}},
 			&tool{name: "flock", missing: "n/a (not installed)"}),
@@ -268,13 +269,15 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 		"hand-off latency × go-floor":                                            "FAIL", // 2 above 1.25
 		"200 waiters queued behind one holder: drain time after it ends × flock": "n/a",  // flock not installed
 		"CPU while waiting CPU-s / 10 s":                                         "n/a",  // section not run
+		"start-up, next to the baseline build (issue 15) × baseline":             "n/a",  // no -baseline in overhead
+		"hand-off, next to the baseline build (issue 15) × baseline":             "FAIL", // 2 ÷ 1.9 = 1.053
 	} {
 		if got := verdict[figure]; got != want {
 			t.Errorf("%s: %q, want %q (all: %v)", figure, got, want, verdict)
 		}
 	}
-	if n := barsFailed(bars); n != 1 {
-		t.Errorf("%d bars failed, want 1", n)
+	if n := barsFailed(bars); n != 2 {
+		t.Errorf("%d bars failed, want 2", n)
 	}
 	var out bytes.Buffer
 	writeBars(&out, bars)
@@ -491,5 +494,28 @@ func TestStatusAndScopeFixtures(t *testing.T) {
 	}
 	if n, err := scopeAllocations(file); err != nil || n != 0 {
 		t.Errorf("allocations of a dead pid: %d left, %v; want 0 (reclaimed)", n, err)
+	}
+}
+
+// -baseline adds one tool, measured with the baseline's path, to the
+// sections that compare builds; without it they have none, and a baseline
+// that could not be installed shows why instead of numbers.
+func TestBaselineTools(t *testing.T) {
+	measure := func(path string) func(int) (float64, error) {
+		return func(int) (float64, error) { return float64(len(path)), nil }
+	}
+	if got := (&bench{}).baselineTools("cmd", measure); len(got) != 0 {
+		t.Fatalf("without -baseline: %d tools, want none", len(got))
+	}
+	got := (&bench{baseline: "/x/withlock-baseline"}).baselineTools("cmd", measure)
+	if len(got) != 1 || got[0].name != baselineName || got[0].missing != "" {
+		t.Fatalf("with -baseline: %+v, want one measured %q tool", got, baselineName)
+	}
+	if v, err := got[0].measure(0); err != nil || v != float64(len("/x/withlock-baseline")) {
+		t.Fatalf("the baseline tool measured %v, %v: not with the baseline's path", v, err)
+	}
+	got = (&bench{baselineMissing: "n/a (binary not found)"}).baselineTools("cmd", measure)
+	if len(got) != 1 || got[0].missing != "n/a (binary not found)" || got[0].measure != nil {
+		t.Fatalf("with a missing baseline: %+v, want one tool saying why", got)
 	}
 }

@@ -41,7 +41,16 @@ func init() {
 			gf := b.goFloorTool("gofloor F (holder and waiter)", func(int) (float64, error) {
 				return b.handoff([]string{b.goFloor, goFloorLock}, []string{b.goFloor, goFloorLock})
 			})
-			return []*tool{wl, fl, gf}, func() {}, nil
+			baseDir := b.dir("handoff-baseline")
+			base := b.baselineTools("withlock (an earlier build) run --wait 10s", func(path string) func(int) (float64, error) {
+				return func(int) (float64, error) {
+					return b.handoff(
+						[]string{path, "run", "--dir", baseDir, "ho", "--"},
+						[]string{path, "run", "--dir", baseDir, "--wait", "10s", "ho", "--"},
+					)
+				}
+			})
+			return append([]*tool{wl, fl, gf}, base...), func() {}, nil
 		},
 	})
 }

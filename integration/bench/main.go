@@ -7,7 +7,7 @@
 // drain of a long queue, and how status and the scope registry grow with
 // what they read. Tools are measured interleaved, run by run, so machine
 // noise hits all of them alike; it prints medians and ranges in one table,
-// then issue 18's bars with PASS or FAIL.
+// then issue 18's bars (and, with -baseline, issue 15's) with PASS or FAIL.
 //
 //	go run ./integration/bench [-n 200] [-only overhead,handoff] [-json reports/bench.json] [-bin withlock]
 //
@@ -37,7 +37,7 @@ func main() {
 }
 
 type options struct {
-	bin, jsonPath, only string
+	bin, baseline, jsonPath, only string
 }
 
 func parseFlags(b *bench) options {
@@ -60,6 +60,7 @@ func parseFlags(b *bench) options {
 	flag.DurationVar(&b.settle, "settle", 50*time.Millisecond, "hand-off: time given the waiter to start waiting")
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (default all): "+strings.Join(sectionNames(), ","))
 	flag.StringVar(&o.bin, "bin", "", "withlock binary to measure (default: build ./cmd/withlock)")
+	flag.StringVar(&o.baseline, "baseline", "", "an earlier withlock build, measured beside this one in the overhead and handoff sections (issue 15's bars: ≤ 1.05 ×)")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	flag.Parse()
 	return o
@@ -84,6 +85,11 @@ func run() int {
 	b.withlockAsFound, b.withlockMissing = prepareWithlock(opts.bin, tmp)
 	b.withlockGiven = opts.bin != ""
 	b.withlock = b.installed(b.withlockAsFound, "withlock", &b.withlockMissing)
+	if opts.baseline != "" {
+		asFound, missing := prepareWithlock(opts.baseline, tmp)
+		b.baseline = b.installed(asFound, "withlock-baseline", &missing)
+		b.baselineMissing = missing
+	}
 	goFloor, goFloorMissing := prepareGoFloor(tmp)
 	b.goFloor = b.installed(goFloor, "gofloor", &goFloorMissing)
 	b.goFloorMissing = goFloorMissing
@@ -106,7 +112,7 @@ func run() int {
 		fmt.Printf("\nresults: %s\n", opts.jsonPath)
 	}
 	if n := barsFailed(report.Bars); n > 0 {
-		fmt.Fprintf(os.Stderr, "bench: %d of issue 18's bars failed\n", n)
+		fmt.Fprintf(os.Stderr, "bench: %d of the bars failed\n", n)
 		return 1
 	}
 	if b.withlockMissing != "" || report.failed() {

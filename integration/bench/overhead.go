@@ -18,7 +18,8 @@ func init() {
 		prepare: func(b *bench) ([]*tool, func(), error) {
 			dir := b.dir("overhead")
 			lockFile := filepath.Join(dir, "flock.lock")
-			return []*tool{
+			baseDir := b.dir("overhead-baseline")
+			return append([]*tool{
 				b.withlockTool("withlock run --dir D ov -- true", b.wallOf(0, b.withlock, "run", "--dir", dir, "ov", "--", "/bin/true")),
 				peer("flock", "flock F true", func(path string) func(int) (float64, error) {
 					return b.wallOf(0, path, lockFile, "/bin/true")
@@ -27,7 +28,9 @@ func init() {
 				peer("true", "true", func(path string) func(int) (float64, error) {
 					return b.wallOf(0, path)
 				}),
-			}, func() {}, nil
+			}, b.baselineTools("withlock (an earlier build) run --dir D ov -- true", func(path string) func(int) (float64, error) {
+				return b.wallOf(0, path, "run", "--dir", baseDir, "ov", "--", "/bin/true")
+			})...), func() {}, nil
 		},
 	})
 }
