@@ -16,8 +16,9 @@ import (
 
 // The release of a lock needs two new descriptors (the guard, a read of
 // the lock file). A run reserves them at its start (ReserveDescriptors) and
-// hands them back just before the release, so a run that used up every
-// descriptor meanwhile still releases. Run in a child process: it lowers
+// hands them back when its release runs out of descriptors, which changed
+// nothing and runs again, so a run that used up every descriptor meanwhile
+// still releases. Run in a child process: it lowers
 // its own limit and exhausts it.
 func TestReserveKeepsReleasePossible(t *testing.T) {
 	for _, free := range []bool{true, false} {
@@ -72,10 +73,21 @@ func TestReserveChild(t *testing.T) {
 		held = append(held, fd)
 	}
 	t.Logf("%d descriptors taken up", len(held))
+	err := l.Release()
 	if os.Getenv("LOCKS_RESERVE_FREE") == "1" {
+		// What withlock does (releaseBounded): a release out of
+		// descriptors changed nothing; the reserve goes, and it runs again.
+		if !errors.Is(err, syscall.EMFILE) {
+			t.Fatalf("first release: %v, want EMFILE (the test exhausts nothing)", err)
+		}
+		if _, serr := os.Stat(l.Path); serr != nil {
+			t.Fatalf("a release out of descriptors changed the lock file: %v", serr)
+		}
+		t.Logf("first release: %v; reserve freed", err)
 		FreeReserve()
+		err = l.Release()
 	}
-	if err := l.Release(); err != nil {
+	if err != nil {
 		t.Logf("release failed: %v", err)
 		if !errors.Is(err, syscall.EMFILE) {
 			t.Errorf("release error %v, want EMFILE", err)
@@ -151,6 +163,54 @@ func TestScarceResourcesBeforeTheCommand(t *testing.T) {
 				if n := e.Name(); strings.HasSuffix(n, ".lock") || strings.Contains(n, ".tmp.") {
 					t.Errorf("left behind: %s", n)
 				}
+			}
+		})
+	}
+}
+
+// A release that cannot open the guard for want of descriptors changes
+// nothing — the lock file stays, the hold and the tree file stay held — so
+// that the caller can free descriptors and release again, which then works
+// like any release. (Were the hold and the tree let go on the failed
+// attempt, the next holder would be woken, and the tree seen ended, while
+// the lock file still names this holder.)
+func TestReleaseOutOfDescriptorsChangesNothing(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			dir := t.TempDir()
+			r := newTestLocker(t, dir, time.Minute)
+			f := &emfileFS{}
+			r.FS = f
+			l := mustAcquire(t, r, "job")
+			tree := treePath(l.Path, l.LockID())
+			if readPayload(t, l.Path).Hold != true || probeTree(tree) != TreeRunning {
+				t.Fatal("the lock was taken without its hold or its tree file")
+			}
+			f.guard = errno
+			if err := l.Release(); !errors.Is(err, errno) {
+				t.Fatalf("release with no descriptor for the guard: %v, want %v", err, errno)
+			}
+			if _, err := os.Stat(l.Path); err != nil {
+				t.Fatalf("the failed release touched the lock file: %v", err)
+			}
+			if holdFree(t, r, "job") {
+				t.Fatal("the failed release let the hold go: the next waiter is woken while the lock is held")
+			}
+			if s := probeTree(tree); s != TreeRunning {
+				t.Fatalf("the failed release let the tree file go (%v)", s)
+			}
+			f.guard = nil
+			if err := l.Release(); err != nil {
+				t.Fatalf("release once descriptors are back: %v", err)
+			}
+			if _, err := os.Stat(l.Path); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("lock file after the release: %v", err)
+			}
+			if !holdFree(t, r, "job") {
+				t.Fatal("the hold is still held after the release")
+			}
+			if _, err := os.Stat(spareTreePath(l.Path)); err != nil {
+				t.Fatalf("no spare tree file after the release: %v", err)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/withlock/withlock/internal/testbuild"
@@ -140,6 +141,10 @@ func (l *Lock) Renew() error {
 // nothing (someone reclaimed it) and says so through ErrLost. Either way
 // it then lets the hold go, after the guard: the waiter it wakes goes
 // straight for the lock.
+//
+// A release that cannot open the guard or the lock file for want of
+// descriptors (EMFILE, ENFILE) has changed nothing, keeps the hold and the
+// tree file, and may be called again once descriptors are freed.
 func (l *Lock) Release() error {
 	err := l.whileOwned("release:verified", func(fsys FS) error {
 		if err := fsys.Remove(l.Path); err != nil {
@@ -158,6 +163,9 @@ func (l *Lock) Release() error {
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return err
+	}
 	l.mu.Lock()
 	if l.hold != nil {
 		l.hold.Close()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"strings"
+	"syscall"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -11,7 +13,7 @@ import (
 // with 73 and one line before any lock is taken or command started — never
 // a Go runtime crash ("netpollinit failed" under ulimit -n 6) or a lock
 // that cannot be released (ulimit -n 9) — and otherwise it sets aside the
-// descriptors a release needs, handed back by freeReserve just before it.
+// descriptors a release needs, handed back by freeReserve when it runs out.
 //
 // Every other command only checks that the few descriptors it needs are
 // there, for the same one line instead of the runtime's abort.
@@ -28,6 +30,12 @@ func reserveDescriptors(args []string) error {
 
 // freeReserve hands the reserved descriptors back for the release.
 func freeReserve() { locks.FreeReserve() }
+
+// outOfDescriptors: err is a release that could not open a file for want
+// of descriptors (the process's limit, or the system's).
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
 
 // supervisesCommand: the first word that is not a flag is run or scope.
 func supervisesCommand(args []string) bool {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,5 +112,48 @@ func TestReleaseBoundedWaitsForASlowRelease(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "input/output error") {
 		t.Errorf("logged %q, want the release's error", out.String())
+	}
+}
+
+// seqHeld is a heldLock whose Releases return errs in turn.
+type seqHeld struct {
+	errs  []error
+	calls int
+}
+
+func (s *seqHeld) Env() []string                     { return nil }
+func (s *seqHeld) Heartbeat() (<-chan error, func()) { return nil, func() {} }
+func (s *seqHeld) Release() error {
+	s.calls++
+	if s.calls > len(s.errs) {
+		return errors.New("released once too often")
+	}
+	return s.errs[s.calls-1]
+}
+
+// A release out of descriptors runs again once the reserve is handed back
+// (it changed nothing); any other failure is logged, not retried.
+func TestReleaseBoundedRetriesOutOfDescriptors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		errs  []error
+		calls int
+		log   string
+	}{
+		{"EMFILE, then released", []error{&fs.PathError{Op: "open", Path: "/d/x.guard", Err: syscall.EMFILE}, nil}, 2, ""},
+		{"ENFILE, then released", []error{fmt.Errorf("guard: %w", syscall.ENFILE), nil}, 2, ""},
+		{"EMFILE twice", []error{syscall.EMFILE, syscall.EMFILE}, 2, "lock not released"},
+		{"read-only filesystem", []error{syscall.EROFS}, 1, "lock not released"},
+		{"released", []error{nil}, 1, ""},
+	} {
+		var out bytes.Buffer
+		s := &seqHeld{errs: tc.errs}
+		releaseBounded(zerolog.New(&out), "x", s, func() {}, func() { t.Errorf("%s: stuck", tc.name) })
+		if s.calls != tc.calls {
+			t.Errorf("%s: %d releases, want %d", tc.name, s.calls, tc.calls)
+		}
+		if got := out.String(); (tc.log == "") != (got == "") || !strings.Contains(got, tc.log) {
+			t.Errorf("%s: logged %q, want %q", tc.name, got, tc.log)
+		}
 	}
 }

@@ -294,9 +294,14 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, r
 // logged and onStuck runs, from the timer's goroutine; onStuck ends the
 // process with the run's status (exitNow), so the hung release is left
 // behind. releaseBounded returns only once onStuck has returned, if it ran.
+//
+// The descriptors set aside for the release (fdlimit.go) are handed back
+// only when it runs out of descriptors: a release that cannot open a file
+// has changed nothing, and runs again with them. Closing them first would
+// put two closes on the way to the next holder's start, for the rare run
+// that needs them.
 func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func(), onStuck func()) {
 	stopHeartbeat()
-	freeReserve()           // the descriptors set aside for this release (fdlimit.go)
 	var settled atomic.Bool // by the release or by the bound, whichever is first
 	stuckDone := make(chan struct{})
 	bound := time.AfterFunc(releaseBound, func() {
@@ -307,6 +312,10 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbe
 		}
 	})
 	err := lock.Release()
+	if outOfDescriptors(err) {
+		freeReserve()
+		err = lock.Release()
+	}
 	bound.Stop()
 	if !settled.CompareAndSwap(false, true) {
 		<-stuckDone // the bound was reached first
