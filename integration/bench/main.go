@@ -43,7 +43,9 @@ type options struct {
 func parseFlags(b *bench) options {
 	var o options
 	flag.IntVar(&b.n, "n", 200, "runs per tool for overhead and supervision (scope: at least 200)")
-	flag.IntVar(&b.handoffRuns, "handoff-runs", 50, "hand-offs per tool")
+	// 200: with 50, two quiet runs of one build gave 1.36 and 1.09 x
+	// go-floor (a hand-off spreads 1.5-8 ms here).
+	flag.IntVar(&b.handoffRuns, "handoff-runs", 200, "hand-offs per tool")
 	// 10 rounds: on the 2-core VM 5-round medians spread ±0.05 around the
 	// 15-round ratio.
 	flag.IntVar(&b.throughputRounds, "throughput-rounds", 10, "contention rounds per tool")
