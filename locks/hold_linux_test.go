@@ -82,6 +82,20 @@ func acquireInGoroutine(r *RunLocker, runID string, wait time.Duration) <-chan a
 	return ch
 }
 
+// handOver releases l and returns the lock its queued waiter, got, is
+// granted.
+func handOver(t *testing.T, l *Lock, got <-chan acquired, waiter string) *Lock {
+	t.Helper()
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	a := await(t, got, waiter)
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.l
+}
+
 type acquired struct {
 	l   *Lock
 	err error
@@ -150,28 +164,22 @@ func TestQueuedWaiterWakesOnRelease(t *testing.T) {
 	counts := countWaits(w)
 	got := acquireInGoroutine(w, "job", time.Minute)
 	awaitQueuedFlock(t, w.fencePath("job"))
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	a := await(t, got, "the queued waiter")
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	defer a.l.Release()
+	next := handOver(t, l, got, "the queued waiter")
+	defer next.Release()
 	if q, n := counts.queued.Load(), counts.watching.Load(); q != 1 || n != 0 {
 		t.Fatalf("waits: %d queued, %d watching; want 1 queued, none watching", q, n)
 	}
-	if !readPayload(t, a.l.Path).Hold || holdFree(t, w, "job") {
+	if !readPayload(t, next.Path).Hold || holdFree(t, w, "job") {
 		t.Fatal("the waiter took the lock without the hold it was granted")
 	}
-	if a.l.FencingToken() <= l.FencingToken() {
-		t.Fatalf("the waiter's token %d is not above its holder's %d", a.l.FencingToken(), l.FencingToken())
+	if next.FencingToken() <= l.FencingToken() {
+		t.Fatalf("the waiter's token %d is not above its holder's %d", next.FencingToken(), l.FencingToken())
 	}
 	stored, err := os.ReadFile(w.fencePath("job"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := counterText(a.l.FencingToken()); string(stored) != string(want[:]) {
+	if want := counterText(next.FencingToken()); string(stored) != string(want[:]) {
 		t.Fatalf("fence file holds %q after the hand-off; want the waiter's token %q", stored, want[:])
 	}
 }

@@ -174,23 +174,17 @@ func TestWaiterWritesThePayloadFileItPrepared(t *testing.T) {
 	if len(prepared) != 1 {
 		t.Fatalf("a waiting waiter has %d unnamed files open in its dir (%v), want 1", len(prepared), prepared)
 	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	a := await(t, got, "the waiter")
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	defer a.l.Release()
-	fi, err := os.Lstat(a.l.Path)
+	next := handOver(t, l, got, "the waiter")
+	defer next.Release()
+	fi, err := os.Lstat(next.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ino := inode(fi); ino != prepared[0] {
 		t.Fatalf("the lock file is inode %d, not the unnamed file %d the waiter prepared", ino, prepared[0])
 	}
-	if p := readPayload(t, a.l.Path); p.LockID != a.l.LockID() || p.FencingToken != a.l.FencingToken() {
-		t.Fatalf("lock file carries lock id %q token %d, want %q %d", p.LockID, p.FencingToken, a.l.LockID(), a.l.FencingToken())
+	if p := readPayload(t, next.Path); p.LockID != next.LockID() || p.FencingToken != next.FencingToken() {
+		t.Fatalf("lock file carries lock id %q token %d, want %q %d", p.LockID, p.FencingToken, next.LockID(), next.FencingToken())
 	}
 	if open := unnamedIn(t, dir); len(open) != 0 {
 		t.Fatalf("unnamed files still open once the lock is taken: %v", open)
