@@ -176,11 +176,7 @@ func TestWaiterWritesThePayloadFileItPrepared(t *testing.T) {
 	}
 	next := handOver(t, l, got, "the waiter")
 	defer next.Release()
-	fi, err := os.Lstat(next.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ino := inode(fi); ino != prepared[0] {
+	if ino := inodeOf(t, next.Path); ino != prepared[0] {
 		t.Fatalf("the lock file is inode %d, not the unnamed file %d the waiter prepared", ino, prepared[0])
 	}
 	if p := readPayload(t, next.Path); p.LockID != next.LockID() || p.FencingToken != next.FencingToken() {

@@ -165,16 +165,8 @@ func TestReleasedTreeHoldsNothing(t *testing.T) {
 func TestTreeSpareReused(t *testing.T) {
 	dir := t.TempDir()
 	r := newTestLocker(t, dir, time.Minute)
-	inodeOf := func(path string) uint64 {
-		t.Helper()
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inode(fi)
-	}
 	first := mustAcquire(t, r, "job")
-	firstIno := inodeOf(treePath(first.Path, first.LockID()))
+	firstIno := inodeOf(t, treePath(first.Path, first.LockID()))
 	if err := first.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +180,12 @@ func TestTreeSpareReused(t *testing.T) {
 	if removed, err := r.CollectGarbage(0, false); err != nil || len(removed) != 0 {
 		t.Fatalf("gc removed %+v (%v); the spare is not a leftover", removed, err)
 	}
-	if got := inodeOf(spare); got != firstIno {
+	if got := inodeOf(t, spare); got != firstIno {
 		t.Fatalf("spare inode %d, want the released tree file's %d", got, firstIno)
 	}
 	second := mustAcquire(t, r, "job")
 	tree := treePath(second.Path, second.LockID())
-	if got := inodeOf(tree); got != firstIno {
+	if got := inodeOf(t, tree); got != firstIno {
 		t.Errorf("second tree file inode %d, want the spare's %d", got, firstIno)
 	}
 	if _, err := os.Stat(spare); !os.IsNotExist(err) {
@@ -217,7 +209,7 @@ func TestTreeSpareReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	third := mustAcquire(t, r, "job")
-	if inodeOf(treePath(third.Path, third.LockID())) == firstIno {
+	if inodeOf(t, treePath(third.Path, third.LockID())) == firstIno {
 		t.Error("a spare of mode 0640 was taken")
 	}
 	// A directory planted as the spare is not taken either.
@@ -348,11 +340,7 @@ func TestTreeFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	spare := spareTreePath(l.Path)
-	fi, err := os.Stat(spare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spareIno := inode(fi)
+	spareIno := inodeOf(t, spare)
 
 	ffs.rename = func(oldpath string) error {
 		if oldpath == spare {
@@ -363,11 +351,7 @@ func TestTreeFaults(t *testing.T) {
 	l = mustAcquire(t, r, "job")
 	defer l.Release()
 	tree := treePath(l.Path, l.LockID())
-	fi, err = os.Stat(tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if inode(fi) == spareIno {
+	if inodeOf(t, tree) == spareIno {
 		t.Fatal("the spare was taken although its rename failed")
 	}
 	if probeTree(tree) != TreeRunning {
