@@ -163,7 +163,7 @@ func (l *Lock) Release() error {
 		}
 		return nil
 	})
-	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+	if OutOfDescriptors(err) {
 		return err
 	}
 	l.mu.Lock()
@@ -182,6 +182,14 @@ func (l *Lock) Release() error {
 	}
 	l.mu.Unlock()
 	return err
+}
+
+// OutOfDescriptors reports whether err is a failure to open a file for
+// want of descriptors: the process's limit (EMFILE) or the system's
+// (ENFILE). A Release that fails so has changed nothing and may run again
+// once descriptors are freed.
+func OutOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // Heartbeat renews the lock every TTL/3 until stop is called. lost receives

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"strings"
-	"syscall"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -30,12 +28,6 @@ func reserveDescriptors(args []string) error {
 
 // freeReserve hands the reserved descriptors back for the release.
 func freeReserve() { locks.FreeReserve() }
-
-// outOfDescriptors: err is a release that could not open a file for want
-// of descriptors (the process's limit, or the system's).
-func outOfDescriptors(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
-}
 
 // supervisesCommand: the first word that is not a flag is run or scope.
 func supervisesCommand(args []string) bool {

@@ -312,7 +312,7 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbe
 		}
 	})
 	err := lock.Release()
-	if outOfDescriptors(err) {
+	if locks.OutOfDescriptors(err) {
 		freeReserve()
 		err = lock.Release()
 	}
