@@ -129,6 +129,20 @@ func inotifyEvent(name string) []byte {
 	return buf
 }
 
+// skipWithoutUnnamed skips a test of unnamed files where r's directory
+// cannot have them (no O_TMPFILE).
+func skipWithoutUnnamed(t *testing.T, r *RunLocker) {
+	t.Helper()
+	f, err := r.fsys().OpenUnnamed(r.Dir, 0o600)
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no O_TMPFILE on this filesystem")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
 // unnamedIn lists the inodes of the unnamed files (O_TMPFILE) in dir that
 // this process has open: /proc shows one as "<dir>/#<inode> (deleted)".
 func unnamedIn(t *testing.T, dir string) []uint64 {
@@ -159,11 +173,7 @@ func unnamedIn(t *testing.T, dir string) []uint64 {
 func TestWaiterWritesThePayloadFileItPrepared(t *testing.T) {
 	l, w := heldWithWaiter(t, time.Hour)
 	dir := w.Dir
-	if f, err := w.fsys().OpenUnnamed(dir, 0o600); errors.Is(err, errors.ErrUnsupported) {
-		t.Skip("no O_TMPFILE on this filesystem")
-	} else if err == nil {
-		f.Close()
-	}
+	skipWithoutUnnamed(t, w)
 	if open := unnamedIn(t, dir); len(open) != 0 {
 		t.Fatalf("unnamed files open before any wait: %v", open)
 	}
@@ -193,11 +203,12 @@ func TestGivenUpWaitClosesItsPayloadFile(t *testing.T) {
 	l, w := heldWithWaiter(t, time.Hour)
 	defer l.Release()
 	dir := w.Dir
+	skipWithoutUnnamed(t, w)
 	isWaiting := waiting(w)
 	got := acquireInGoroutine(w, "job", 300*time.Millisecond)
 	waitClosed(t, isWaiting, "the waiter to wait")
-	if len(unnamedIn(t, dir)) != 1 {
-		t.Skip("the waiter prepared no unnamed file (no O_TMPFILE here?)")
+	if open := unnamedIn(t, dir); len(open) != 1 {
+		t.Fatalf("a waiting waiter has %d unnamed files open in its dir (%v), want 1", len(open), open)
 	}
 	a := await(t, got, "the waiter to give up")
 	if !errors.Is(a.err, ErrHeld) {
