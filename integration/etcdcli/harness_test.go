@@ -87,12 +87,15 @@ func start(t *testing.T, cmd *exec.Cmd) *background {
 	}
 	defer errf.Close()
 	cmd.Stdout, cmd.Stderr = out, errf
+	// A group of its own, KILLed whole at the end: what the command
+	// started (etcdctl lock's `sleep 600`) must not outlive the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
 			cmd.Wait()
 		}
 	})

@@ -134,7 +134,17 @@ func TestDescendantsGroupHolding(t *testing.T) {
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL); sh.Wait() }()
+	defer func() {
+		// The setsid'd sleep has left sh's group: KILL it by pid, or it
+		// outlives the test by five minutes.
+		if ds, err := Descendants(sh.Process.Pid); err == nil {
+			for _, p := range ds {
+				syscall.Kill(p.Pid, syscall.SIGKILL)
+			}
+		}
+		syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
+		sh.Wait()
+	}()
 	buf := make([]byte, 6)
 	if _, err := out.Read(buf); err != nil {
 		t.Fatal(err)
