@@ -65,6 +65,8 @@ func barSpecs(b *bench) []barSpec {
 	return []barSpec{
 		{"start-up: lock, run `true`, release", "× go-floor", 1.5, ratio("overhead", "withlock", "overhead", "go-floor")},
 		{"start-up, next to flock", "× flock", 0, ratio("overhead", "withlock", "overhead", "flock")},
+		{"start-up, next to go-floor with SPEC §5's signals", "× go-floor -signals", 0, ratio("overhead", "withlock", "overhead", goFloorSignalsName)},
+		{"go-floor's start-up with SPEC §5's signals", "× go-floor", 0, ratio("overhead", goFloorSignalsName, "overhead", "go-floor")},
 		{fmt.Sprintf("%d workers × %d on one lock", b.workers, b.perWorker), "× go-floor", 1.35, ratio("throughput", "withlock", "throughput", "go-floor")},
 		{"hand-off latency", "× go-floor", 1.25, ratio("handoff", "withlock", "handoff", "go-floor")},
 		{"CPU while waiting", "CPU-s / 10 s", 0.05, func(r benchReport) (float64, string, bool) {

@@ -57,6 +57,16 @@ func (b *bench) goFloorTool(command string, measure func(i int) (float64, error)
 	return &tool{name: "go-floor", command: command, missing: b.goFloorMissing, measure: measure}
 }
 
+// goFloorSignalsName is go-floor run with -signals: the floor of a Go
+// wrapper that handles every catchable signal (SPEC §5).
+const goFloorSignalsName = "go-floor -signals"
+
+// goFloorSignalsTool returns the go-floor -signals tool, or a missing one
+// when go-floor's build failed.
+func (b *bench) goFloorSignalsTool(command string, measure func(i int) (float64, error)) *tool {
+	return &tool{name: goFloorSignalsName, command: command, missing: b.goFloorMissing, measure: measure}
+}
+
 // peer returns a tool for an executable on PATH, "n/a (not installed)" when absent.
 // The measure function gets the executable's absolute path.
 func peer(name, command string, measure func(path string) func(i int) (float64, error)) *tool {

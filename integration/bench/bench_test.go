@@ -179,6 +179,22 @@ func TestGoFloorPassesStatusOn(t *testing.T) {
 	if _, err := b.runExpect(127, path, lock, "no-such-command-here"); err != nil {
 		t.Error(err)
 	}
+	// -signals: the same statuses, and a signal sent to go-floor reaches
+	// the command (its trap exits 7); without -signals it does not (Go
+	// drops an unsubscribed USR1), so the command's own exit, 0, wins.
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-signals", lock, "sh", "-c", "exit 3"}, 3},
+		{[]string{"-signals", lock, "sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{[]string{"-signals", lock, "sh", "-c", `trap "exit 7" USR1; kill -USR1 $PPID; sleep 5 & wait`}, 7},
+		{[]string{lock, "sh", "-c", `trap "exit 7" USR1; kill -USR1 $PPID; sleep 0.3`}, 0},
+	} {
+		if _, err := b.runExpect(tt.want, append([]string{path}, tt.args...)...); err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+		}
+	}
 }
 
 // TestTableShowsDeltasAgainstBase: a section with a base prints each
