@@ -68,6 +68,7 @@ func barSpecs(b *bench) []barSpec {
 		{"start-up, next to go-floor with SPEC §5's signals", "× go-floor -signals", 0, ratio("overhead", "withlock", "overhead", goFloorSignalsName)},
 		{"go-floor's start-up with SPEC §5's signals", "× go-floor", 0, ratio("overhead", goFloorSignalsName, "overhead", "go-floor")},
 		{fmt.Sprintf("%d workers × %d on one lock", b.workers, b.perWorker), "× go-floor", 1.35, ratio("throughput", "withlock", "throughput", "go-floor")},
+		{fmt.Sprintf("%d workers × %d, next to go-floor with SPEC §5's signals", b.workers, b.perWorker), "× go-floor -signals", 0, ratio("throughput", "withlock", "throughput", goFloorSignalsName)},
 		{"hand-off latency", "× go-floor", 1.25, ratio("handoff", "withlock", "handoff", "go-floor")},
 		{"CPU while waiting", "CPU-s / 10 s", 0.05, func(r benchReport) (float64, string, bool) {
 			v, ok := r.median("waiting", "withlock")

@@ -29,6 +29,7 @@ func init() {
 					return b.contended(path, "-w", "60", lockFile, "true")
 				}),
 				b.goFloorTool("gofloor F true, "+shape, b.contended(b.goFloor, filepath.Join(dir, "gofloor.lock"), "true")),
+				b.goFloorSignalsTool("gofloor -signals F true, "+shape, b.contended(b.goFloor, "-signals", filepath.Join(dir, "gofloor-signals.lock"), "true")),
 			}, func() {}, nil
 		},
 	})
