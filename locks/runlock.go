@@ -243,14 +243,12 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, nil, "", nil)
+	return r.tryAcquire(runID, &waiter{})
 }
 
-// tryAcquire is TryAcquire by a waiter that may own the hold already, with
-// the lock id the new lock gets ("": one drawn when the lock is created)
-// and the unnamed file its payload may be written to (nil: one opened when
-// the lock is created).
-func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string, unnamed *unnamedFile) (*Lock, *Holder, error) {
+// tryAcquire is TryAcquire by a waiter, with what it brings to the attempt
+// (the hold it may own already, a lock id, an unnamed file).
+func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
@@ -266,7 +264,7 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string, u
 	// waiters one release wakes would otherwise queue on the guard in front
 	// of the one that takes the lock next. A waiter granted the hold skips
 	// this look: its holder let the hold go only once its file was gone.
-	if !hold.isGranted() {
+	if !wt.hold.isGranted() {
 		if v, err := r.read(lockPath); err == nil {
 			if verdict := r.judge(v); verdict.Held() {
 				return nil, r.holder(lockPath, v, verdict), nil
@@ -311,7 +309,7 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest, lockID string, u
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen, hold, lockID, unnamed)
+	return r.create(runID, lockPath, seen, wt)
 }
 
 // read takes one look at a lock file.
@@ -402,8 +400,9 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdRequest, lockID string, unnamed *unnamedFile) (*Lock, *Holder, error) {
+func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lock, *Holder, error) {
 	fsys := r.fsys()
+	hold := wt.hold
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
 	// counter is bumped through it rather than through a second open.
@@ -425,6 +424,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 	// The tree file (tree.go), locked before any payload names it. Where
 	// it cannot be made (no flock, no descriptor to spare) the lock goes
 	// on without it, judged by its pid and TTL alone.
+	lockID := wt.lockID
 	if lockID == "" {
 		lockID = randomID()
 	}
@@ -468,7 +468,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, hold *holdReques
 		return nil, nil, err
 	}
 	var linkErr error
-	f := unnamed.take(r.lockMode())
+	f := wt.unnamed.take(r.lockMode())
 	if f == nil {
 		f, err = fsys.OpenUnnamed(r.Dir, r.lockMode())
 	}
@@ -631,14 +631,16 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 	// made only once there is something to wait for; the attempt right
 	// after it is made sees every change from then on.
 	var w *waker
-	// A place in the hold's queue, asked for once a holder on this host
-	// keeps the hold. Given up on return unless the new lock took it.
-	var hold *holdRequest
+	// What the waiter brings to each attempt: its place in the hold's
+	// queue, asked for once a holder on this host keeps the hold, and what
+	// it made ready before its wait blocked. Given up on return unless the
+	// new lock took it.
+	var wt waiter
 	defer func() {
 		if w != nil {
 			w.Close()
 		}
-		hold.abandon()
+		wt.giveUp()
 	}()
 	// A holder's tree that runs on without it (or in another pid
 	// namespace) is waited for on its tree file's flock: the last process
@@ -648,31 +650,11 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 	graced := false
 	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
 	faults := 0
-	// Before its wait blocks, a waiter draws its lock id, has
-	// encoding/json build the payload's encoder and opens the unnamed file
-	// its payload will be written to, so that the attempt a release wakes
-	// pays none of them: the first use of crypto/rand and of encoding/json
-	// for a type cost a process tens of microseconds each, and so does
-	// making an O_TMPFILE's inode — together as much as the rest of that
-	// attempt. The unnamed file has no name, so a waiter leaves nothing in
-	// the directory; an attempt that fails uses it up, and the next wait
-	// opens another. One that never waits (a free lock, a conflict) does
-	// all of it, or none, as before.
-	lockID := ""
-	var unnamed unnamedFile
-	defer unnamed.close()
-	beforeWait := func() {
-		if lockID == "" {
-			lockID = randomID()
-			_, _ = Payload{RunID: runID, LockID: lockID}.Encode()
-		}
-		unnamed.open(r)
-	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		lock, holder, err := r.tryAcquire(runID, hold, lockID, &unnamed)
+		lock, holder, err := r.tryAcquire(runID, &wt)
 		if lock != nil {
 			return lock, nil
 		}
@@ -715,23 +697,23 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			holder.FindPids()
 			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
 		}
-		if holder.Hold && holder.Local && !hold.isGranted() {
-			if !hold.live() {
-				if hold = r.requestHold(runID); hold.isGranted() {
+		if holder.Hold && holder.Local && !wt.hold.isGranted() {
+			if !wt.hold.live() {
+				if wt.hold = r.requestHold(runID); wt.hold.isGranted() {
 					continue // let go just now: look again at once
 				}
 			}
-			if hold != nil {
+			if wt.hold != nil {
 				// Queued in the kernel: woken when the holder lets go, as
 				// the only waiter woken. The poll covers what the hold
 				// cannot show (hold.go).
-				beforeWait()
+				wt.prepare(r, runID)
 				r.at("wait:queued")
 				timeout := recheckBy(holder, now, min(left, jitter(r.holdPollEvery())))
 				if r.OnWait != nil {
 					r.OnWait(holder, now.Sub(start))
 				}
-				waitHold(ctx, hold, timeout)
+				waitHold(ctx, wt.hold, timeout)
 				continue
 			}
 		}
@@ -747,7 +729,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			timeout = min(left, jitter(5*time.Second))
 		}
 		timeout = recheckBy(holder, now, timeout)
-		beforeWait()
+		wt.prepare(r, runID)
 		r.at("wait:watching")
 		if r.OnWait != nil {
 			r.OnWait(holder, now.Sub(start))
@@ -759,8 +741,8 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		// Still queued for the hold (a holder without it, or one we saw
 		// before it took it): its grant wakes us too.
 		var granted <-chan struct{}
-		if hold.pending() {
-			granted = hold.grantedChan()
+		if wt.hold.pending() {
+			granted = wt.hold.grantedChan()
 		}
 		if holder.TreeFile != "" && (holder.Orphaned || !holder.Local) {
 			select {
@@ -850,6 +832,39 @@ func (r *RunLocker) fault(runID string, err error, faults *int, left time.Durati
 	return nil, false
 }
 
+// waiter is what a waiter brings to each attempt (Acquire): its place in
+// the hold's queue and what it made ready before its wait blocked. The
+// zero value, a first attempt's or TryAcquire's, has none of them.
+type waiter struct {
+	hold    *holdRequest // nil until it queues for the hold
+	lockID  string       // the new lock's id ("": drawn when the lock is created)
+	unnamed unnamedFile  // for the new lock's payload
+}
+
+// prepare readies, before the wait blocks, what the attempt a release
+// wakes would otherwise pay for: it draws the lock id, has encoding/json
+// build the payload's encoder and opens the unnamed file the payload will
+// be written to (the first use of crypto/rand, encoding/json's first
+// encoding of a type and making an O_TMPFILE's inode together cost as much
+// as the rest of that attempt). The
+// unnamed file has no name, so a waiter leaves nothing in the directory;
+// an attempt that fails uses it up, and the next wait opens another. One
+// that never waits (a free lock, a conflict) does all of it, or none.
+func (wt *waiter) prepare(r *RunLocker, runID string) {
+	if wt.lockID == "" {
+		wt.lockID = randomID()
+		_, _ = Payload{RunID: runID, LockID: wt.lockID}.Encode()
+	}
+	wt.unnamed.open(r)
+}
+
+// giveUp lets go of what the new lock did not take: the place in the
+// hold's queue and the unnamed file.
+func (wt *waiter) giveUp() {
+	wt.hold.abandon()
+	wt.unnamed.close()
+}
+
 // unnamedFile is the unnamed file (O_TMPFILE) a waiter opens before its
 // wait blocks, for the payload of the lock it is waiting for (Acquire);
 // the zero value has none.
@@ -872,9 +887,9 @@ func (u *unnamedFile) open(r *RunLocker) {
 
 // take hands the file over, if there is one made with mode (the directory
 // can turn shared or private during a wait); one made with another mode is
-// closed. A nil u has none.
+// closed.
 func (u *unnamedFile) take(mode fs.FileMode) *os.File {
-	if u == nil || u.f == nil {
+	if u.f == nil {
 		return nil
 	}
 	f := u.f
