@@ -37,7 +37,7 @@ func run(args []string) int {
 	var sigs chan os.Signal
 	if len(args) > 1 && args[1] == "-signals" {
 		sigs = make(chan os.Signal, 64)
-		signal.Notify(sigs, catchable...)
+		signal.Notify(sigs, catchable()...)
 		args = args[1:]
 	}
 	if len(args) < 3 {
@@ -99,17 +99,18 @@ func fail(what string, err error, code int) int {
 	return code
 }
 
-// catchable is every standard signal a process can catch, less those Go's
-// runtime keeps (URG for preemption, PROF for profiling), CHLD, which a
-// supervisor reaps rather than forwards, and STKFLT (not on every Linux
-// architecture; Go subscribes it without a round trip): the set withlock
-// subscribes to, as far as cost goes.
-var catchable = []os.Signal{
-	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL,
-	syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE,
-	syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
-	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGCONT,
-	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
-	syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO,
-	syscall.SIGPWR, syscall.SIGSYS,
+// catchable is every standard signal a process can catch, less CHLD,
+// which a supervisor reaps rather than forwards, and the two Go's runtime
+// keeps (URG for preemption, PROF for profiling): the set withlock
+// subscribes to.
+func catchable() []os.Signal {
+	var sigs []os.Signal
+	for n := syscall.Signal(1); n < 32; n++ {
+		switch n {
+		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGCHLD, syscall.SIGURG, syscall.SIGPROF:
+			continue
+		}
+		sigs = append(sigs, n)
+	}
+	return sigs
 }
