@@ -10,17 +10,19 @@
 // It opens FILE (created if need be), takes an exclusive flock on it,
 // waiting as long as it takes, runs COMMAND (looked up in PATH) in its own
 // process group, waits for it and exits with its status, 128+N when it was
-// killed by signal N. Nothing else: no options, no signal forwarding, no
-// logging, standard library only. Exits 1 when the lock cannot be taken,
-// 126 or 127 when COMMAND cannot be run (as flock(1) does).
+// killed by signal N. Nothing else: no signal forwarding, no logging,
+// standard library only. Exits 1 when the lock cannot be taken, 126 or 127
+// when COMMAND cannot be run (as flock(1) does).
 //
 //	gofloor -signals FILE COMMAND [ARG...]
 //
 // does the same and also handles every catchable signal, as SPEC §5 asks
 // of withlock: it subscribes to them all (os/signal) before it takes the
-// lock and forwards each to the command's group. Go subscribes one signal
-// at a time, each a round trip to its signal thread; this is the floor of
-// a Go wrapper that keeps §5, which the bench reports next to withlock.
+// lock and forwards each to the command's group once it runs (one that
+// arrives during the wait is forwarded then; withlock would end the wait
+// instead). Go subscribes one signal at a time, each a round trip to its
+// signal thread; this is the floor of a Go wrapper that keeps §5, which
+// the bench reports next to withlock.
 package main
 
 import (
