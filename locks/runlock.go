@@ -846,10 +846,10 @@ type waiter struct {
 // build the payload's encoder and opens the unnamed file the payload will
 // be written to (the first use of crypto/rand, encoding/json's first
 // encoding of a type and making an O_TMPFILE's inode together cost as much
-// as the rest of that attempt). The
-// unnamed file has no name, so a waiter leaves nothing in the directory;
-// an attempt that fails uses it up, and the next wait opens another. One
-// that never waits (a free lock, a conflict) does all of it, or none.
+// as the rest of that attempt). The unnamed file has no name, so a waiter
+// leaves nothing in the directory; an attempt that fails uses it up, and
+// the next wait opens another. One that never waits (a free lock, a
+// conflict) does all of it, or none.
 func (wt *waiter) prepare(r *RunLocker, runID string) {
 	if wt.lockID == "" {
 		wt.lockID = randomID()

@@ -122,11 +122,7 @@ func (OS) OpenCounter(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := clearNonblock(f); err != nil {
-		f.Close()
-		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
-	}
-	return f, nil
+	return blocking(f, path)
 }
 
 // OpenTree opens with O_NONBLOCK, so that os.OpenFile leaves the flag
@@ -142,11 +138,18 @@ func (OS) OpenTree(path string, create bool, perm fs.FileMode) (*os.File, error)
 	if err != nil {
 		return nil, err
 	}
+	f, err = blocking(f, path)
+	if err != nil && create {
+		os.Remove(path)
+	}
+	return f, err
+}
+
+// blocking clears O_NONBLOCK on f, opened at path with it, for a
+// descriptor that may be handed to other programs; on failure f is closed.
+func blocking(f *os.File, path string) (*os.File, error) {
 	if err := clearNonblock(f); err != nil {
 		f.Close()
-		if create {
-			os.Remove(path)
-		}
 		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
 	}
 	return f, nil
