@@ -1,8 +1,8 @@
 package integration
 
 // Scorecard row "crash points": withlock SIGKILLed at each injected point of
-// the run lock's state transitions (build tag withlock_crashpoints,
-// WITHLOCK_CRASH_AT=<point>). Every case must recover with no manual step:
+// the run lock's state transitions (WITHLOCK_FAILPOINTS=crash=<point>,
+// internal/failpoint). Every case must recover with no manual step:
 // the next plain `withlock run` (no --wait) succeeds at once, because on one
 // host a lock left by a dead withlock is stale by pid liveness, not only by
 // TTL; and its fencing token is larger than any the crashed run got.
@@ -12,6 +12,7 @@ package integration
 
 import (
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,14 +58,14 @@ func checkCrashPoint(t *testing.T, bin string, c crashCase) {
 	if c.plantStale {
 		plantLock(t, dir, runID, expiredPayload(runID))
 	}
-	env := append(testEnv(t), "WITHLOCK_CRASH_AT="+c.point)
+	env := append(testEnv(t), failpoint.Env+"=crash="+c.point)
 	args := append(append([]string{"run", "--dir", dir}, c.runArgs...), runID, "--")
 	crashed, err := execWithlock(bin, env, defaultDeadline, append(args, c.child...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if crashed.code != 128+9 {
-		t.Fatalf("WITHLOCK_CRASH_AT=%s: exit %d, want 137 (SIGKILL at the point): the point was not reached\nstderr: %s", c.point, crashed.code, crashed.stderr)
+		t.Fatalf("crash=%s: exit %d, want 137 (SIGKILL at the point): the point was not reached\nstderr: %s", c.point, crashed.code, crashed.stderr)
 	}
 	maxToken := 0
 	p, err := readLock(dir, runID)
@@ -108,7 +109,7 @@ func TestScorecardCrashPointScopeMidWrite(t *testing.T) {
 		t.Helper()
 		env := testEnv(t)
 		if crashAt != "" {
-			env = append(env, "WITHLOCK_CRASH_AT="+crashAt)
+			env = append(env, failpoint.Env+"=crash="+crashAt)
 		}
 		o, err := execWithlock(bin, env, defaultDeadline, "scope", "--scope-file", reg, "--allow", allow, "--", "true")
 		if err != nil {
@@ -121,10 +122,10 @@ func TestScorecardCrashPointScopeMidWrite(t *testing.T) {
 	}
 	crashed := scope("scope:mid-write", "/tmp/scorecard-b:write")
 	if crashed.code == 0 {
-		t.Fatal("WITHLOCK_CRASH_AT=scope:mid-write: the run went through; the crash point is not reached by the scope registry")
+		t.Fatal("crash=scope:mid-write: the run went through; the crash point is not reached by the scope registry")
 	}
 	if crashed.code != 128+9 {
-		t.Fatalf("WITHLOCK_CRASH_AT=scope:mid-write: exit %d, want 137\nstderr: %s", crashed.code, crashed.stderr)
+		t.Fatalf("crash=scope:mid-write: exit %d, want 137\nstderr: %s", crashed.code, crashed.stderr)
 	}
 	next := scope("", "/tmp/scorecard-c:write")
 	assertNoPanic(t, "scope after crash", next.stderr)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"io"
 	"os"
 	"os/exec"
@@ -25,79 +26,77 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// Build tags of the test-only withlock builds (never release builds).
+// Failpoints (internal/failpoint) of the negative controls and crash rows.
 const (
-	tagCrashpoints  = "withlock_crashpoints"   // WITHLOCK_CRASH_AT=<point> SIGKILLs withlock there
-	tagBrokenLockID = "withlock_broken_lockid" // renew/release skip the lock_id check
-	tagNoSubreaper  = "withlock_nosubreaper"   // supervisor skips subreaper and leftover cleanup
+	tagCrashpoints  = ""                     // the plain build; WITHLOCK_FAILPOINTS=crash=<point> SIGKILLs withlock there
+	tagBrokenLockID = failpoint.BrokenLockID // renew/release skip the lock_id check
+	tagNoSubreaper  = failpoint.NoSubreaper  // supervisor skips subreaper and leftover cleanup
 )
 
-// taggedBuild is one test-only build, made at most once per test binary.
-type taggedBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 var (
-	taggedBuilds sync.Map // tag -> *taggedBuild
-	taggedDir    struct {
+	noraceBuild struct {
 		once sync.Once
 		path string
 		err  error
 	}
+	wrapperMu sync.Mutex
 )
 
-// taggedBinary returns withlock built with the extra build tag ("" for
-// none: the build users install), building it on first use. It is built
-// without -race (these builds test what withlock does, not data races) but
-// with the -tags of this test binary (testBinaryTags).
-func taggedBinary(t *testing.T, tag string) string {
+// taggedBinary returns withlock run with the failpoints points set
+// (WITHLOCK_FAILPOINTS; "" for none: the build users install, without
+// -race), as an executable script that execs it with them. The norace
+// build is made on first use, with the -tags of this test binary
+// (testBinaryTags); these runs test what withlock does, not data races.
+func taggedBinary(t *testing.T, points string) string {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("withlock binary unavailable: %v", buildErr)
 	}
-	v, _ := taggedBuilds.LoadOrStore(tag, &taggedBuild{})
-	b := v.(*taggedBuild)
-	b.once.Do(func() {
+	noraceBuild.once.Do(func() {
 		dir, err := taggedBuildDir()
 		if err != nil {
-			b.err = err
+			noraceBuild.err = err
 			return
 		}
-		name, tags := "withlock-"+tag, testBinaryTags()
-		if tag == "" {
-			name = "withlock-norace"
-		} else {
-			tags = append(tags, tag)
-		}
-		b.path = filepath.Join(dir, name)
+		noraceBuild.path = filepath.Join(dir, "withlock-norace")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		joined := strings.Join(tags, ",")
-		out, err := exec.CommandContext(ctx, "go", "build", "-tags", joined, "-o", b.path, withlockPackage).CombinedOutput()
+		args := []string{"build", "-o", noraceBuild.path}
+		if tags := testBinaryTags(); len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		out, err := exec.CommandContext(ctx, "go", append(args, withlockPackage)...).CombinedOutput()
 		if err != nil {
-			b.err = fmt.Errorf("go build -tags %s: %w\n%s", joined, err, out)
+			noraceBuild.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	if noraceBuild.err != nil {
+		t.Fatal(noraceBuild.err)
 	}
-	return b.path
+	if points == "" {
+		return noraceBuild.path
+	}
+	wrapperMu.Lock()
+	defer wrapperMu.Unlock()
+	path := filepath.Join(filepath.Dir(noraceBuild.path), "withlock-"+strings.NewReplacer(",", "+", "=", "-", ":", "-").Replace(points))
+	script := fmt.Sprintf("#!/bin/sh\n%s='%s' exec '%s' \"$@\"\n", failpoint.Env, points, noraceBuild.path)
+	if err := os.WriteFile(path+".tmp", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // taggedBuildDir is where test-only builds go: next to the binary TestMain
 // built (removed with it), or a temp dir when WITHLOCK_TEST_BIN points
 // at a prebuilt binary in a directory that is not ours.
 func taggedBuildDir() (string, error) {
-	taggedDir.once.Do(func() {
-		if os.Getenv("WITHLOCK_TEST_BIN") == "" {
-			taggedDir.path = filepath.Dir(withlockBin)
-			return
-		}
-		taggedDir.path, taggedDir.err = os.MkdirTemp("", "withlock-scorecard-")
-	})
-	return taggedDir.path, taggedDir.err
+	if os.Getenv("WITHLOCK_TEST_BIN") == "" {
+		return filepath.Dir(withlockBin), nil
+	}
+	return os.MkdirTemp("", "withlock-scorecard-")
 }
 
 // testBinaryTags are the -tags this test binary was built with.
@@ -116,22 +115,6 @@ func testBinaryTags() []string {
 		}
 	}
 	return nil
-}
-
-// tagIsWired reports whether any Go file of the main module's packages
-// under withlock's import graph is selected by tag and not without it: a
-// negative control built with a tag that nothing reads proves nothing.
-func tagIsWired(t *testing.T, tag string) bool {
-	t.Helper()
-	list := func(extra ...string) string {
-		args := append([]string{"list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.ImportPath}} {{.GoFiles}}{{end}}{{end}}"}, extra...)
-		out, err := exec.Command("go", append(args, withlockPackage)...).Output()
-		if err != nil {
-			t.Fatalf("go list %v: %v", extra, err)
-		}
-		return string(out)
-	}
-	return list() != list("-tags", tag)
 }
 
 // outcome is how one process run by execWithlock ended.

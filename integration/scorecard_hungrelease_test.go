@@ -2,13 +2,14 @@ package integration
 
 // Scorecard row "a hung release never keeps withlock alive": the crash
 // build blocks for ever in the release, after its ownership check, as a
-// system call on a hung filesystem would (WITHLOCK_HANG_AT). withlock must
+// system call on a hung filesystem would (WITHLOCK_FAILPOINTS=hang=<point>). withlock must
 // give up after its 5 s bound, log it, and exit with the command's own
 // status; the lock it could not remove is a dead holder's once withlock has
 // ended, and the next run takes it. The elapsed time is the row's control:
 // an exit before the bound would mean the hang was never reached.
 
 import (
+	"github.com/withlock/withlock/internal/failpoint"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestScorecardHungReleaseEnds(t *testing.T) {
 	dir := t.TempDir()
 	cmd := withlockCommand(t, "run", "--dir", dir, "hung", "--", "sh", "-c", "exit 3")
 	cmd.Path, cmd.Args[0] = bin, bin
-	cmd.Env = append(cmd.Env, "WITHLOCK_HANG_AT=release:verified")
+	cmd.Env = append(cmd.Env, failpoint.Env+"=hang=release:verified")
 	start := time.Now()
 	_, stderr, code := runCommand(t, cmd, 30*time.Second)
 	took := time.Since(start)

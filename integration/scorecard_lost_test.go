@@ -8,7 +8,7 @@ package integration
 // then lost the way an operator takes it, `withlock break --force`, and B
 // starts; A resumes. A must find out at its next renewal, kill its child
 // and exit 76, and B's lock must survive A; the fencing token must have
-// grown. With the withlock_broken_lockid build (renew/release skip the
+// grown. With the broken-lockid failpoint (renew/release skip the
 // lock_id check) the same scenario must end with B's lock overwritten or
 // removed by A.
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -220,12 +221,9 @@ func TestScorecardSemaphoreMax3(t *testing.T) {
 }
 
 // Negative control: with the slots' exclusion taken out (build tag
-// withlock_broken_slots) the same row records violations.
+// failpoint broken-slots) the same row records violations.
 func TestScorecardSemaphoreMax3Control(t *testing.T) {
-	const tag = "withlock_broken_slots"
-	if !tagIsWired(t, tag) {
-		t.Fatalf("build tag %s changes nothing in withlock: the control would prove nothing", tag)
-	}
+	const tag = failpoint.BrokenSlots
 	st := runSemStress(t, taggedBinary(t, tag), 8, 5, 3, 8)
 	st.report(t, "--max 3, broken slots", 8, 5)
 	if len(st.violations) == 0 {
@@ -247,13 +245,10 @@ func TestScorecardSharedExclusiveMix(t *testing.T) {
 }
 
 // Negative control: with an exclusive holder that does not wait for the
-// shared ones (build tag withlock_broken_slots), the mix records
+// shared ones (build tag failpoint broken-slots), the mix records
 // violations.
 func TestScorecardSharedExclusiveMixControl(t *testing.T) {
-	const tag = "withlock_broken_slots"
-	if !tagIsWired(t, tag) {
-		t.Fatalf("build tag %s changes nothing in withlock: the control would prove nothing", tag)
-	}
+	const tag = failpoint.BrokenSlots
 	st := runSemStress(t, taggedBinary(t, tag), 8, 8, 0, 8)
 	st.report(t, "--shared/exclusive, broken slots", 8, 8)
 	if len(st.violations) == 0 {

@@ -121,11 +121,8 @@ func TestScorecardTreeStressKilledHolders(t *testing.T) {
 }
 
 // TestScorecardTreeStressKilledHoldersNegativeControl: with the tree file
-// gone (withlock_notree) the same load shows overlaps.
+// gone (failpoint no-tree) the same load shows overlaps.
 func TestScorecardTreeStressKilledHoldersNegativeControl(t *testing.T) {
-	if !tagIsWired(t, tagNoTree) {
-		t.Fatalf("build tag %s selects no file: the control would prove nothing", tagNoTree)
-	}
 	st := runTreeStress(t, taggedBinary(t, tagNoTree), 4, 4, 2)
 	t.Logf("negative control: %d acquisitions, %d holders SIGKILLed, %d overlaps", st.acquisitions, st.kills, len(st.overlaps))
 	if st.kills == 0 {

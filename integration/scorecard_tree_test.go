@@ -7,12 +7,13 @@ package integration
 // lock held. The next run gets 75 naming the survivor, status shows
 // "holder dead, command still running" with it, break refuses without
 // --signal, and break --signal ends the tree and frees the lock. Each row
-// has a negative control: the withlock_notree build, whose lock is bound
+// has a negative control: the no-tree failpoint, whose lock is bound
 // to withlock's pid and TTL only, lets the next run in beside the survivor.
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ import (
 )
 
 const (
-	tagNoTree = "withlock_notree" // acquisitions take no tree file
+	tagNoTree = failpoint.NoTree // acquisitions take no tree file
 
 	orphanedText = "holder dead, command still running"
 )
@@ -161,9 +162,6 @@ func TestScorecardTreeHoldsLock(t *testing.T) {
 // TestScorecardTreeHoldsLockNegativeControl: without the tree file the next
 // run takes the lock while the survivor still runs — two jobs at once.
 func TestScorecardTreeHoldsLockNegativeControl(t *testing.T) {
-	if !tagIsWired(t, tagNoTree) {
-		t.Fatalf("build tag %s selects no file: the control would prove nothing", tagNoTree)
-	}
 	bin := taggedBinary(t, tagNoTree)
 	for _, s := range treeSurvivors {
 		t.Run(s.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // euid is the effective user id, asked of the kernel once: withlock never
@@ -250,7 +250,7 @@ func explainDenied(fsys FS, what, path string, err error) error {
 // would list what it cannot remove. A leftover gone already is for
 // removeLeftover to find so.
 func (r *RunLocker) mayCollect(path string) bool {
-	if testbuild.CollectAnyOwner {
+	if failpoint.On(failpoint.CollectAnyOwner) {
 		return true
 	}
 	fi, err := r.fsys().Lstat(path)

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // Lock is a held run lock. Renew and Release act only while the file on
@@ -85,7 +85,7 @@ func (l *Lock) verifyOwned() error {
 	if v.parseErr != nil {
 		return fmt.Errorf("%w: %s was replaced by an unreadable file", ErrLost, l.Path)
 	}
-	if v.payload.LockID != l.payload.LockID && !testbuild.SkipLockIDCheck {
+	if v.payload.LockID != l.payload.LockID && !failpoint.On(failpoint.BrokenLockID) {
 		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, v.payload.Pid, v.payload.LockID)
 	}
 	return nil

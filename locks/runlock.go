@@ -17,7 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // DefaultGuardBound is how long one state transition waits for the guard.
@@ -429,7 +429,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 		lockID = randomID()
 	}
 	var tree *os.File
-	if !r.knobs().noTree && !testbuild.NoTree {
+	if !r.knobs().noTree && !failpoint.On(failpoint.NoTree) {
 		tree, err = r.makeTree(lockPath, lockID)
 		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")

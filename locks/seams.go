@@ -3,7 +3,7 @@ package locks
 import (
 	"time"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // knobs are what this package's tests change in a RunLocker to pause it at
@@ -43,20 +43,10 @@ var noKnobs knobs
 // integration suite's crash build, and a pause point of this package's
 // race tests.
 func (r *RunLocker) at(point string) {
-	crashPoint(point)
+	failpoint.At(point)
 	if testKnobs != nil {
 		if h := testKnobs(r).hook; h != nil {
 			h(point)
 		}
-	}
-}
-
-// crashPointsEnabled and crashPoint are the crash build's hook for the scope
-// registry's files (see internal/testbuild).
-var crashPointsEnabled = testbuild.CrashAt != nil
-
-func crashPoint(point string) {
-	if testbuild.CrashAt != nil {
-		testbuild.CrashAt(point)
 	}
 }

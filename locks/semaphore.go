@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // Semaphores (`--max N`) and shared locks (`--shared`), SPEC §6, are built
@@ -357,7 +357,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 	var held []*Holder
 	for k := 0; k < limit; k++ {
 		id := SlotRunID(runID, mode, k)
-		if testbuild.BrokenSlots {
+		if failpoint.On(failpoint.BrokenSlots) {
 			id += "\x00" + randomID() // negative control: a lock of its own
 		}
 		lock, h, err := r.TryAcquire(id)
@@ -503,7 +503,7 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if !found || testbuild.BrokenSlots {
+	if !found || failpoint.On(failpoint.BrokenSlots) {
 		return nil
 	}
 	sw := &slotWaiter{r: r, ctx: ctx}

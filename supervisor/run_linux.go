@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"runtime"
 	"time"
@@ -44,7 +45,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	cfg.Signals.Wait() // every signal from here on is the supervisor's
 
-	if brokenNoSubreaper {
+	if failpoint.On(failpoint.NoSubreaper) {
 		cfg.KeepOrphans = true
 	} else if err := reaper.SetSubreaper(true); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")

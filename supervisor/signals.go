@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"os/signal"
 	"sync"
@@ -69,8 +70,8 @@ func newSignals() *Signals {
 }
 
 func (s *Signals) subscribe() {
-	if subscribeDelay > 0 {
-		time.Sleep(subscribeDelay)
+	if failpoint.On(failpoint.SlowSubscribe) || failpoint.On(failpoint.WaitUnsubscribed) {
+		time.Sleep(300 * time.Millisecond)
 	}
 	s.caught = make([]os.Signal, 0, len(Caught))
 	for _, sig := range Caught {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func runAction(_ context.Context, c *cli.Command) error {
 	// "waiting" event and line mean a signal now ends the wait cleanly.
 	onWait := events.onWait(line.Update)
 	be, err := newBackend(c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
-		if !brokenWaitUnsubscribed {
+		if !failpoint.On(failpoint.WaitUnsubscribed) {
 			sigs.Wait()
 		}
 		onWait(h, waited)

@@ -165,7 +165,7 @@ func TestPlainMaxMixEtcd(t *testing.T) {
 	}
 }
 
-// Negative control: in the withlock_broken_slots build a plain run does not
+// Negative control: with the broken-slots failpoint a plain run does not
 // wait for --max holders nor keep them out: the same row records
 // violations.
 func TestPlainMaxMixEtcdControl(t *testing.T) {

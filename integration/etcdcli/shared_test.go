@@ -5,6 +5,7 @@ package etcdcli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/withlock/withlock/internal/failpoint"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -321,7 +322,7 @@ func TestSharedExclusiveMixEtcd(t *testing.T) {
 	}
 }
 
-// Negative control: withlock-etcd built with withlock_broken_slots gives
+// Negative control: withlock-etcd with the broken-slots failpoint gives
 // each shared holder a mutex of its own, which no exclusive holder waits
 // for: the same row records violations.
 func TestSharedExclusiveMixEtcdControl(t *testing.T) {
@@ -336,24 +337,14 @@ func TestSharedExclusiveMixEtcdControl(t *testing.T) {
 	}
 }
 
-var brokenSlots struct {
-	once sync.Once
-	bin  string
-	err  error
-	out  []byte
-}
-
-// brokenSlotsBin is withlock-etcd built with withlock_broken_slots (the
-// negative controls' build), built once.
+// brokenSlotsBin is withlock-etcd run with the broken-slots failpoint
+// (internal/failpoint): a script that execs it with WITHLOCK_FAILPOINTS set.
 func brokenSlotsBin(t *testing.T) string {
 	t.Helper()
-	b := &brokenSlots
-	b.once.Do(func() {
-		b.bin = filepath.Join(binDir, "withlock-etcd-broken-slots")
-		b.out, b.err = exec.Command("go", "build", "-tags", "etcd,withlock_broken_slots", "-o", b.bin, "github.com/withlock/withlock/cmd/withlock").CombinedOutput()
-	})
-	if b.err != nil {
-		t.Fatalf("go build: %v\n%s", b.err, b.out)
+	bin := filepath.Join(t.TempDir(), "withlock-etcd-broken-slots")
+	script := fmt.Sprintf("#!/bin/sh\n%s=%s exec '%s' \"$@\"\n", failpoint.Env, failpoint.BrokenSlots, filepath.Join(binDir, "withlock-etcd"))
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return b.bin
+	return bin
 }

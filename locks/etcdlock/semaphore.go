@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
 )
 
@@ -74,7 +74,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if err != nil {
 			return nil, 0, err
 		}
-		if testbuild.BrokenSlots {
+		if failpoint.On(failpoint.BrokenSlots) {
 			first = nil // negative control: a plain run does not keep slots out
 		}
 		if first != nil && first.Shared {
@@ -180,7 +180,7 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 // contender's slots (the range of RUN_ID's slots it waits for). Nobody
 // gets either in the negative-control build.
 func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey string) {
-	if testbuild.BrokenSlots {
+	if failpoint.On(failpoint.BrokenSlots) {
 		return "", "", ""
 	}
 	if shared {

@@ -13,7 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
 )
 
@@ -46,7 +46,7 @@ import (
 // the transaction that would create its key, so a --shared and a --max
 // first holder cannot both start.
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
-	if testbuild.BrokenSlots {
+	if failpoint.On(failpoint.BrokenSlots) {
 		// Negative control: a mutex of its own, so nobody excludes it.
 		runID += "\x00broken " + randomHex()
 	}

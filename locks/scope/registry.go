@@ -15,7 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/withlock/withlock/internal/testbuild"
+	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
 )
 
@@ -357,11 +357,11 @@ func (f *Registry) backUp(data []byte) error {
 }
 
 // rewrite rewrites the registry in place; in the crash build it can die
-// halfway (WITHLOCK_CRASH_AT=scope:mid-write), leaving a torn registry.
+// halfway (WITHLOCK_FAILPOINTS=crash=scope:mid-write), leaving a torn registry.
 func (f *Registry) rewrite(file *os.File, data []byte) error {
-	if testbuild.CrashAt != nil && len(data) > 1 {
+	if failpoint.Armed("scope:mid-write") && len(data) > 1 {
 		if err := f.fs().Rewrite(file, data[:len(data)/2]); err == nil {
-			testbuild.CrashAt("scope:mid-write")
+			failpoint.At("scope:mid-write")
 		}
 	}
 	return f.fs().Rewrite(file, data)

@@ -1,5 +1,0 @@
-//go:build withlock_broken_gcowner
-
-package testbuild
-
-func init() { CollectAnyOwner = true }

@@ -1,5 +1,0 @@
-//go:build withlock_broken_procview
-
-package testbuild
-
-func init() { TrustForeignProc = true }

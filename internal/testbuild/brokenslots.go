@@ -1,5 +1,0 @@
-//go:build withlock_broken_slots
-
-package testbuild
-
-func init() { BrokenSlots = true }

@@ -1,5 +1,0 @@
-//go:build withlock_notree
-
-package testbuild
-
-func init() { NoTree = true }
