@@ -262,9 +262,10 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 	}
 	r := benchReport{Sections: []sectionResult{
 		sec("overhead",
-			&tool{name: "withlock", samples: []float64{3}},
+			&tool{name: "withlock", samples: []float64{2.9}},
 			&tool{name: "flock", samples: []float64{1}},
-			&tool{name: "go-floor", samples: []float64{2}}),
+			&tool{name: "go-floor", samples: []float64{2}},
+			&tool{name: goFloorSignalsName, samples: []float64{2}}),
 		sec("handoff",
 			&tool{name: "withlock", samples: []float64{2}},
 			&tool{name: "go-floor", samples: []float64{1}},
@@ -280,9 +281,10 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 		verdict[bar.Figure+" "+bar.Unit] = bar.Verdict
 	}
 	for figure, want := range map[string]string{
-		"start-up: lock, run `true`, release × go-floor":                         "PASS", // 1.5 at a 1.5 bar
+		"start-up, next to go-floor with SPEC §5's signals × go-floor -signals":  "PASS", // 1.45 at a 1.45 bar
+		"start-up: lock, run `true`, release × go-floor":                         "report",
 		"start-up, next to flock × flock":                                        "report",
-		"hand-off latency × go-floor":                                            "FAIL", // 2 above 1.25
+		"hand-off latency × go-floor":                                            "FAIL", // 2 above 1.3
 		"200 waiters queued behind one holder: drain time after it ends × flock": "n/a",  // flock not installed
 		"CPU while waiting CPU-s / 10 s":                                         "n/a",  // section not run
 		"start-up, next to the baseline build (issue 15) × baseline":             "n/a",  // no -baseline in overhead
@@ -297,7 +299,7 @@ func TestBarsPassFailReportAndNA(t *testing.T) {
 	}
 	var out bytes.Buffer
 	writeBars(&out, bars)
-	for _, want := range []string{"1.50 × go-floor", "≤ 1.50 × go-floor", "PASS", "2.00 × go-floor", "≤ 1.25 × go-floor", "FAIL", "report it", "n/a", "3.00 withlock ÷ 2.00 go-floor"} {
+	for _, want := range []string{"1.45 × go-floor -signals", "≤ 1.45 × go-floor -signals", "PASS", "2.00 × go-floor", "≤ 1.30 × go-floor", "FAIL", "report it", "n/a", "2.90 withlock ÷ 2.00 go-floor"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bars table lacks %q:\n%s", want, out.String())
 		}

@@ -7,7 +7,7 @@
 // drain of a long queue, and how status and the scope registry grow with
 // what they read. Tools are measured interleaved, run by run, so machine
 // noise hits all of them alike; it prints medians and ranges in one table,
-// then issue 18's bars (and, with -baseline, issue 15's) with PASS or FAIL.
+// then the bars (issue 29's; with -baseline, issue 15's) with PASS or FAIL.
 //
 //	go run ./integration/bench [-n 200] [-only overhead,handoff] [-json reports/bench.json] [-bin withlock]
 //

@@ -15,7 +15,7 @@ import (
 
 // scopeSizes are the allocations already in the registry when a scoped
 // run registers and releases one more.
-var scopeSizes = []int{0, 100, 1000, 10000}
+var scopeSizes = []int{0, 100, 1000}
 
 // scopeTool names a tool of the scope section.
 func scopeTool(allocations int) string {

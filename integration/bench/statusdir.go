@@ -17,7 +17,7 @@ import (
 )
 
 // statusSizes are the lock directories the status section reads: how many
-// run locks each holds. The last is issue 18's bar.
+// run locks each holds. The last is the status bar's.
 var statusSizes = []int{100, 1000, 10000}
 
 // statusRunID is the run id `status RUN_ID` asks about in every directory.
