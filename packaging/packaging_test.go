@@ -189,7 +189,7 @@ func TestDeb(t *testing.T) {
 	}
 	const bashCompletion = "/usr/share/bash-completion/bash_completion"
 	if _, err := os.Stat(bashCompletion); err == nil {
-		script := `source "$1"; source "$2"; shift 2; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); __withlock_bash_autocomplete; printf '%s\n' "${COMPREPLY[@]}"`
+		script := `source "$1"; source "$2"; shift 2; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; __withlock_bash_autocomplete; printf '%s\n' "${COMPREPLY[@]}"`
 		complete := func(words ...string) string {
 			return run(t, tmp, append(cronEnv, "WITHLOCK_DIR="+lockDir), "bash", append([]string{"--norc", "--noprofile", "-c", script, "bash",
 				bashCompletion, filepath.Join(dest, "usr/share/bash-completion/completions/withlock"), withlock}, words...)...)
