@@ -53,7 +53,12 @@ func TestRunCommandLine(t *testing.T) {
 		{"run x echo files --dir /tmp/x", "x", "echo files --dir /tmp/x", 0},
 		{"run x echo status break gc", "x", "echo status break gc", 0},
 		{"run -- x true", "x", "true", 0},
-		{"run x -- -- odd", "x", "-- odd", 0}, // only one -- is withlock's
+		{"run x -- -- odd", "x", "-- odd", 0}, // only one -- after RUN_ID is withlock's
+		{"run -- x -- odd", "x", "odd", 0},    // one ends the flags, one follows RUN_ID
+		{"run --wait 1 -- -x -- odd", "-x", "odd", time.Second},
+		{"run -- -- -- odd", "--", "odd", 0},
+		{"run x --wait 1 -- -- odd", "x", "-- odd", time.Second},
+		{"run -- x odd --", "x", "odd --", 0},
 		{"run x -- -x", "x", "-x", 0},
 		{"run x - y", "x", "- y", 0},
 		// a -- right after COMMAND's first word is COMMAND's

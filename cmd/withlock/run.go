@@ -65,9 +65,16 @@ func childArgv(ctx context.Context, c *cli.Command, n int) []string {
 	return argv
 }
 
-// splitRunArgs takes RUN_ID and COMMAND [ARGS...] apart.
+// splitRunArgs takes RUN_ID and COMMAND [ARGS...] apart. In `withlock run
+// -- ID -- cmd` the first "--" ends withlock's flags (urfave/cli takes it
+// out) and the second, typed right after RUN_ID, is the optional one before
+// COMMAND; in `withlock run ID -- -- cmd` COMMAND is "--".
 func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error) {
 	runID, argv := c.Args().First(), childArgv(ctx, c, 1)
+	typed, _ := ctx.Value(argsKey{}).([]string)
+	if i := len(typed) - len(argv) - 1; len(argv) > 1 && argv[0] == "--" && i >= 0 && typed[i] == runID {
+		argv = argv[1:]
+	}
 	switch {
 	case c.NArg() == 0:
 		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID [--] COMMAND [ARGS...])")
