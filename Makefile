@@ -6,8 +6,8 @@
 #                     (PREFIX=/usr/local; `make install PREFIX=/usr` puts it on cron's PATH)
 #   make install-etcd withlock-etcd into $(DESTDIR)$(PREFIX)/bin
 #   make deb          dist/withlock_*.deb and dist/withlock-etcd_*.deb (nfpm; /usr/bin/withlock)
-#   make man          bin/withlock.1
-#   make completion   bin/completion/{withlock.bash,_withlock,withlock.fish}
+#   make man          bin/withlock.1 (doc/withlock.1 with the version and date)
+#   make completion   bin/completion/{withlock.bash,_withlock,withlock.fish} (withlock completion SHELL)
 #   make test         gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
 #   make bench        interleaved comparison with go-floor, flock, tini, timeout and issue
 #                     18's bars (PASS/FAIL) -> table + reports/bench.json; installs nothing:
@@ -65,9 +65,11 @@ build:
 build-etcd:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags etcd -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-etcd ./cmd/withlock
 
-# withlock(1), generated from the cli definitions by the binary itself.
-man: build
-	$(BIN)/withlock gen-man --date '$(MAN_DATE)' > $(BIN)/withlock.1
+# withlock(1): doc/withlock.1 with the version and the commit's date in its
+# .TH line.
+man:
+	@mkdir -p $(BIN)
+	sed '/^\.TH /c .TH WITHLOCK 1 $(MAN_DATE) "withlock $(VERSION)" "User Commands"' doc/withlock.1 > $(BIN)/withlock.1
 
 completion: build
 	@mkdir -p $(BIN)/completion

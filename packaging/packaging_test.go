@@ -170,26 +170,48 @@ func TestDeb(t *testing.T) {
 		}
 	}
 
-	// The packaged bash completion, with the packaged binary.
-	if _, err := exec.LookPath("bash"); err == nil {
-		script := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _withlock; printf '%s\n' "${COMPREPLY[@]}"`
-		got := run(t, tmp, nil, "bash", "--norc", "--noprofile", "-c", script, "bash",
-			filepath.Join(dest, "usr/share/bash-completion/completions/withlock"), withlock, "completion", "z")
-		if got != "zsh\n" {
-			t.Errorf("packaged bash completion of 'withlock completion z': %q", got)
+	// The packaged completion, with the packaged binary: commands, and the
+	// run id of a lock held in the lock directory.
+	lockDir := filepath.Join(tmp, "held")
+	holder := exec.Command(withlock, "run", "held-job", "--", "sleep", "120")
+	holder.Env = append(cronEnv, "WITHLOCK_DIR="+lockDir)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if held, _ := filepath.Glob(filepath.Join(lockDir, "*.lock")); len(held) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("withlock run held-job: no lock file after 20s")
+		}
+	}
+	const bashCompletion = "/usr/share/bash-completion/bash_completion"
+	if _, err := os.Stat(bashCompletion); err == nil {
+		script := `source "$1"; source "$2"; shift 2; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; __withlock_bash_autocomplete; printf '%s\n' "${COMPREPLY[@]}"`
+		complete := func(words ...string) string {
+			return run(t, tmp, append(cronEnv, "WITHLOCK_DIR="+lockDir), "bash", append([]string{"--norc", "--noprofile", "-c", script, "bash",
+				bashCompletion, filepath.Join(dest, "usr/share/bash-completion/completions/withlock"), withlock}, words...)...)
+		}
+		if got := complete("ru"); got != "run\n" {
+			t.Errorf("packaged bash completion of 'withlock ru': %q", got)
+		}
+		if got := complete("status", ""); got != "held-job\n" {
+			t.Errorf("packaged bash completion of 'withlock status ': %q, want the run id held-job", got)
 		}
 	}
 	if _, err := exec.LookPath("zsh"); err == nil {
-		t.Run("zsh", func(t *testing.T) { testZshCompletion(t, dest) })
+		t.Run("zsh", func(t *testing.T) { testZshCompletion(t, dest, lockDir) })
 	}
 }
 
 // testZshCompletion types into an interactive zsh (on a pty) that loads
 // the packaged _withlock through compinit, as a user's shell does.
-func testZshCompletion(t *testing.T, dest string) {
+func testZshCompletion(t *testing.T, dest, lockDir string) {
 	home := t.TempDir()
 	cmd := exec.Command("zsh", "-f", "-i")
-	cmd.Env = []string{"HOME=" + home, "TERM=dumb", "PATH=" + filepath.Join(dest, "usr/bin") + ":/usr/bin:/bin"}
+	cmd.Env = []string{"HOME=" + home, "TERM=dumb", "PATH=" + filepath.Join(dest, "usr/bin") + ":/usr/bin:/bin", "WITHLOCK_DIR=" + lockDir}
 	cmd.Dir = home
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
 	if err != nil {
@@ -206,12 +228,12 @@ func testZshCompletion(t *testing.T, dest string) {
 	fmt.Fprintf(f, "fpath=(%s $fpath); autoload -Uz compinit; compinit -u -D; PS1='READY> '\n", fpath)
 	screen.waitFor(t, "READY> ")
 	// A unique match is inserted; an ambiguous one is listed.
-	fmt.Fprint(f, "withlock completion z\t")
-	screen.waitFor(t, "withlock completion zsh")
+	fmt.Fprint(f, "withlock ru\t")
+	screen.waitFor(t, "withlock run")
 	fmt.Fprint(f, "\x15withlock completion \t") // ^U: clear the line
 	screen.waitFor(t, "fish")
-	fmt.Fprint(f, "\x15withlock run --on-lock-lost w\t")
-	screen.waitFor(t, "--on-lock-lost warn")
+	fmt.Fprint(f, "\x15withlock status \t") // the run id of TestDeb's holder
+	screen.waitFor(t, "withlock status held-job")
 }
 
 // ptyOutput collects what a program wrote to its terminal.

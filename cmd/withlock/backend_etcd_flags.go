@@ -48,7 +48,7 @@ func etcdFlags() []cli.Flag {
 		switch f := f.(type) {
 		case *cli.StringFlag:
 			f.Hidden = hidden
-		case *envDurationFlag:
+		case *durFlag:
 			f.Hidden = hidden
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // Flags shared by every command that runs a child (run, scope).
 func superviseFlags() []cli.Flag {
 	return []cli.Flag{
-		waitFlag("wait", "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"),
+		&durFlag{Name: "wait", Config: durOpts{forever: true}, Usage: "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"},
 		durationFlag("grace", 10*time.Second, "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"),
 		durationFlag("timeout", 0, "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"),
 		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else"},

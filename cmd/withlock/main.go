@@ -20,22 +20,6 @@ func main() {
 	os.Exit(code)
 }
 
-// subscribeSignals returns the subscription to the signals the supervisor
-// forwards, taken before the lock wait as runc subscribes before it waits,
-// so a signal that arrives while waiting or during spawn is queued, never
-// lost. For the commands that run a child, run started it before parsing
-// the command line (supervisor.NotifyAsync); it is never stopped: the
-// process exits after the run.
-func subscribeSignals() *supervisor.Signals {
-	if earlySignals != nil {
-		return earlySignals
-	}
-	return supervisor.Notify()
-}
-
-// earlySignals is the subscription run started, nil when it did not.
-var earlySignals *supervisor.Signals
-
 // Main runs the command line and returns the exit status. It is the only
 // caller of os.Exit's value, so every deferred release inside a command
 // runs before the process ends.
@@ -46,25 +30,19 @@ func Main(args []string) int {
 
 // run runs the command line and returns the exit status and the signal,
 // if any, that withlock should die of instead (SIGINT, SIGQUIT: see
-// signalStatus).
+// signalStatus). The context carries args as typed (childArgv).
 func run(args []string) (int, syscall.Signal) {
-	earlySignals = nil
-	if len(args) > 1 {
-		if _, ok := childCommands[args[1]]; ok {
-			earlySignals = supervisor.NotifyAsync()
-		}
-	}
-	app := newAppFor(args)
-	if err := reserveDescriptors(args); err != nil { // before anything uses a descriptor (fdlimit.go)
-		return report(err), 0
-	}
-	args, err := reorderArgs(app, args)
-	if err != nil {
-		return report(err), 0
-	}
-	err = app.Run(context.Background(), args)
+	err := newApp().Run(context.WithValue(context.Background(), argsKey{}, args), args)
 	return report(err), signalOf(err)
 }
+
+// subscribeSignals returns the subscription to the signals the supervisor
+// forwards, taken before the lock wait as runc subscribes before it waits,
+// so a signal that arrives while waiting or during spawn is queued, never
+// lost. It is made on a goroutine of its own, alongside the acquisition;
+// every wait and the spawn wait for it first (supervisor.NotifyAsync). It
+// is never stopped: the process exits after the run.
+func subscribeSignals() *supervisor.Signals { return supervisor.NotifyAsync() }
 
 // exitNow ends the process with err's status, as main does with what run
 // returns: for a release that never finishes (releaseBounded), which must

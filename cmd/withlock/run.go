@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 
+	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/supervisor"
 )
@@ -31,7 +31,10 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
-		ArgsUsage: "RUN_ID [command options] [--] COMMAND [ARGS...]",
+		ArgsUsage: "RUN_ID [options] [--] COMMAND [ARGS...]",
+		// Flags before RUN_ID or between RUN_ID and COMMAND (SPEC §1): the
+		// words from COMMAND's second on are never read as withlock's.
+		StopOnNthArg: new(2), // RUN_ID and COMMAND's first word
 		Description: `At most one holder per RUN_ID at a time. Exits 75 at once when the lock is
 held (or after --wait), 73 when it cannot be taken because of an error, and
 otherwise with the command's own status (128+N when it died of signal N).
@@ -44,26 +47,46 @@ Examples:
 	}
 }
 
-// splitRunArgs takes RUN_ID -- COMMAND [ARGS...] apart: the arguments as
-// reorderArgs hands them on, where the "--" is always there (argv.go).
-func splitRunArgs(args []string) (string, []string, error) {
-	if len(args) == 0 || args[0] == "--" {
-		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID [--] COMMAND [ARGS...])")
+// argsKey is the context key of the command line as typed (main.go).
+type argsKey struct{}
+
+// childArgv is the command to run: c's arguments after the first n
+// (RUN_ID). urfave/cli hands the words after the command's first word on
+// as typed, but for a "--" right after it, which it takes for the end of
+// withlock's flags (it looks for "--" before it counts StopOnNthArg's
+// arguments): that one is put back from the command line as typed, so
+// `withlock run job echo -- x` prints "-- x".
+func childArgv(ctx context.Context, c *cli.Command, n int) []string {
+	argv := c.Args().Slice()[min(n, c.NArg()):]
+	typed, _ := ctx.Value(argsKey{}).([]string)
+	if i := len(typed) - len(argv); len(argv) > 0 && i > 0 && strings.TrimSpace(argv[0]) != "--" && strings.TrimSpace(typed[i]) == "--" {
+		argv = append([]string{argv[0], "--"}, argv[1:]...)
 	}
-	runID, rest := args[0], args[1:]
-	if runID == "" {
-		return "", nil, usageError("run: empty RUN_ID")
-	}
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	if len(rest) == 0 {
-		return "", nil, usageError("run: missing COMMAND after RUN_ID %q", runID)
-	}
-	return runID, rest, nil
+	return argv
 }
 
-func runAction(_ context.Context, c *cli.Command) error {
+// splitRunArgs takes RUN_ID and COMMAND [ARGS...] apart. In `withlock run
+// -- ID -- cmd` the first "--" ends withlock's flags (urfave/cli takes it
+// out) and the second, typed right after RUN_ID, is the optional one before
+// COMMAND; in `withlock run ID -- -- cmd` COMMAND is "--".
+func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error) {
+	runID, argv := c.Args().First(), childArgv(ctx, c, 1)
+	typed, _ := ctx.Value(argsKey{}).([]string)
+	if i := len(typed) - len(argv) - 1; len(argv) > 1 && argv[0] == "--" && i >= 0 && typed[i] == runID {
+		argv = argv[1:]
+	}
+	switch {
+	case c.NArg() == 0:
+		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID [--] COMMAND [ARGS...])")
+	case runID == "":
+		return "", nil, usageError("run: empty RUN_ID")
+	case len(argv) == 0:
+		return "", nil, usageError("run: missing COMMAND after RUN_ID %q", runID)
+	}
+	return runID, argv, nil
+}
+
+func runAction(ctx context.Context, c *cli.Command) error {
 	line := newWaitLine(c.Args().First())
 	if c.Bool("quiet") {
 		line.tty = false // -q: nothing on stderr unless something is wrong
@@ -89,7 +112,7 @@ func runAction(_ context.Context, c *cli.Command) error {
 		return err // only on failure: on success the process is another binary
 	}
 
-	runID, argv, err := splitRunArgs(c.Args().Slice())
+	runID, argv, err := splitRunArgs(ctx, c)
 	if err != nil {
 		return err
 	}

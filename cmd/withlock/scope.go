@@ -54,10 +54,12 @@ Examples:
 		Flags:    flags,
 		Action:   scopeAction,
 		Commands: []*cli.Command{scopeStatusCommand(), scopeResetCommand()},
+
+		StopOnNthArg: new(1), // its first word that is not a flag starts COMMAND (SPEC §1)
 	}
 }
 
-func scopeAction(_ context.Context, c *cli.Command) error {
+func scopeAction(ctx context.Context, c *cli.Command) error {
 	log, err := newLogger(c)
 	if err != nil {
 		return err
@@ -66,10 +68,7 @@ func scopeAction(_ context.Context, c *cli.Command) error {
 	// during a wait or the spawn is queued.
 	sigs := subscribeSignals()
 
-	argv := c.Args().Slice()
-	if len(argv) > 0 && argv[0] == "--" { // reorderArgs puts it before COMMAND (argv.go)
-		argv = argv[1:]
-	}
+	argv := childArgv(ctx, c, 0)
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
 	}

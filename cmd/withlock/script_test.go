@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,12 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		// [etcd]: this is the etcd-enabled build (-tags etcd), which shows
-		// the etcd flags in its help.
+		// the etcd flags in its help. [file:PATH]: PATH exists.
 		Condition: func(cond string) (bool, error) {
+			if path, ok := strings.CutPrefix(cond, "file:"); ok {
+				_, err := os.Stat(path)
+				return err == nil, nil
+			}
 			if cond == "etcd" {
 				return !execBackends["etcd"] && backends["etcd"] != nil, nil
 			}
