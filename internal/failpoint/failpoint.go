@@ -11,7 +11,6 @@ package failpoint
 import (
 	"os"
 	"strings"
-	"syscall"
 )
 
 // Env is the environment variable the points are read from.
@@ -87,7 +86,9 @@ func At(point string) {
 		return
 	}
 	if v, _ := Value(Crash); v == point {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			p.Kill()
+		}
 		select {} // never returns: KILL is on its way
 	}
 	if v, _ := Value(Hang); v == point {
