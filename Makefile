@@ -9,8 +9,8 @@
 #   make man          bin/withlock.1 (doc/withlock.1 with the version and date)
 #   make completion   bin/completion/{withlock.bash,_withlock,withlock.fish} (withlock completion SHELL)
 #   make test         gofmt check, go vet, go test -race -json ./... -> reports/test-report.{json,md}
-#   make bench        interleaved comparison with go-floor, flock, tini, timeout and issue
-#                     18's bars (PASS/FAIL) -> table + reports/bench.json; installs nothing:
+#   make bench        interleaved comparison with go-floor (and -signals), flock, tini, timeout
+#                     and the bars (PASS/FAIL) -> table + reports/bench.json; installs nothing:
 #                     a missing peer is named with its package and shows n/a
 #   make bench-vs     BASE=<commit> (default aedc642): start-up and hand-off of that commit's
 #                     release build measured beside this one, interleaved, with issue 15's
