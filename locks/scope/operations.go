@@ -58,7 +58,7 @@ func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp S
 	stamp, err = f.transform(ctx, func(t *Table) error {
 		restored = false
 		if cur := t.find(a.Name); cur != nil && cur.PID == a.PID {
-			*a = cur.detached() // re-parented since, perhaps: put back as it is now
+			*a = *cur // re-parented since, perhaps: put back as it is now
 			return nil
 		}
 		f.reclaim(t, interest{name: a.Name, parent: a.DelegatedFrom, allow: a.Allow()})
@@ -109,7 +109,7 @@ func (f *Registry) reclaim(reg *Table, w interest) {
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
 func (f *Registry) Status(ctx context.Context) ([]Node, error) {
-	file, data, err := f.openRead(ctx, sharedExisting, nil)
+	file, data, err := f.openRead(ctx, sharedExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reg, _, err := f.load(file, data, nil)
+	reg, _, err := f.load(file, data)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 // cannot be read for an OS error (EMFILE…), which says nothing about its
 // content. It returns the paths things were moved to.
 func (f *Registry) Reset(ctx context.Context) ([]string, error) {
-	file, data, err := f.openRead(ctx, exclusiveExisting, nil)
+	file, data, err := f.openRead(ctx, exclusiveExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer file.Close()
-	if _, _, err = f.load(file, data, nil); !errors.Is(err, ErrCorrupt) {
+	if _, _, err = f.load(file, data); !errors.Is(err, ErrCorrupt) {
 		return nil, err
 	}
 	var moved []string

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -150,7 +149,7 @@ func (r *Table) checkConflicts(allow []Spec, parent *Allocation) error {
 		}
 	}
 	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
+		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return conflict
@@ -186,7 +185,7 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 	if len(touching) == 0 || !want.Intersects(other.Effective()) {
 		return Competitor{}, false
 	}
-	return Competitor{Name: strings.Clone(other.Name), PID: other.PID, Scopes: touching}, true // outlives the read
+	return Competitor{Name: other.Name, PID: other.PID, Scopes: touching}, true
 }
 
 // Restore puts a holder's own allocation back after it went missing from
@@ -217,7 +216,7 @@ func (r *Table) Restore(a Allocation) error {
 		}
 	}
 	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
+		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return fmt.Errorf("%w: %w", ErrLost, conflict)
