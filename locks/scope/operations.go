@@ -88,18 +88,9 @@ func (f *Registry) Release(ctx context.Context, name string, pid int) error {
 	})
 }
 
-// reclaim is a start's stale sweep (reclaimFor). With many holders their
-// pids are looked up in one listing of /proc, every pid not listed getting
-// kill(pid, 0) (listPresent): the same answers, without a system call per
-// holder.
+// reclaim is a start's stale sweep (reclaimFor), logging what it removed.
 func (f *Registry) reclaim(reg *Table, w interest) {
-	present := f.present
-	if f.Alive == nil && len(reg.Allocations) >= listPresentAt {
-		if listed := listPresent(); listed != nil {
-			present = listed.present
-		}
-	}
-	for _, a := range reg.reclaimFor(w, f.alive, present) {
+	for _, a := range reg.reclaimFor(w, f.alive, f.present) {
 		f.Log.Info().Str("name", a.Name).Int("pid", a.PID).Strs("scope", a.ScopeAllow).
 			Str("delegated_from", a.DelegatedFrom).Msg("reclaimed stale scope allocation")
 	}

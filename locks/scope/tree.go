@@ -93,69 +93,36 @@ func (r *Table) Release(name string, pid int) bool {
 	return found
 }
 
-// remove drops the marked allocations, re-parents the others (reparent),
-// breaks delegation cycles and recomputes denies. Linear in the
-// allocations: one name index, one pass per step.
+// remove drops the marked allocations and hands their scope back: every
+// other allocation is re-parented past the removed ones (reparent), loops a
+// foreign writer made are broken, and the denies are recomputed. It
+// returns the allocations removed.
 func (r *Table) remove(gone []bool) []Allocation {
 	index := r.nameIndex(gone)
-	var parents []string // nil: no allocation is delegated from one in the registry
-	if index != nil {
-		parents = make([]string, len(r.Allocations))
-		for i := range r.Allocations {
-			parents[i] = reparent(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
-		}
-	}
-	// Compact in place: position k ≤ i, so nothing unread is overwritten.
+	kept := make([]Allocation, 0, len(r.Allocations))
 	var removed []Allocation
-	k := 0
-	for i := range r.Allocations {
+	for i, a := range r.Allocations {
 		if gone[i] {
-			removed = append(removed, r.Allocations[i])
+			removed = append(removed, a)
 			continue
 		}
-		r.Allocations[k] = r.Allocations[i]
-		if parents != nil {
-			r.Allocations[k].DelegatedFrom = parents[i]
-		}
-		k++
+		a.DelegatedFrom = reparent(r.Allocations, index, gone, a.DelegatedFrom)
+		kept = append(kept, a)
 	}
-	clear(r.Allocations[k:])
-	r.Allocations = r.Allocations[:k]
-	if len(removed) > 0 {
-		index = r.nameIndex(nil) // positions moved; with none gone the index holds
-	}
-	r.breakCycles(index)
-	r.recomputeDenies(index)
+	r.Allocations = kept
+	r.breakCycles()
+	r.RecomputeDenies()
 	return removed
 }
 
-// nameIndex maps to their positions the names that some allocation is
-// delegated from — the only names the tree rules look up — preferring kept
-// allocations when a foreign writer left two with one name; gone may be
-// nil (none gone). With no delegation at all it is empty: a registry of
-// independent holders costs no index.
+// nameIndex maps each name to its allocation's position — the first kept
+// one when a foreign writer left two with one name; gone may be nil (none
+// gone).
 func (r *Table) nameIndex(gone []bool) map[string]int {
-	var parents map[string]bool
-	for i := range r.Allocations {
-		if p := r.Allocations[i].DelegatedFrom; p != "" {
-			if parents == nil {
-				parents = make(map[string]bool)
-			}
-			parents[p] = true
-		}
-	}
-	if parents == nil {
-		return nil
-	}
-	index := make(map[string]int, len(parents))
-	isGone := func(i int) bool { return gone != nil && gone[i] }
-	for i := range r.Allocations {
-		name := r.Allocations[i].Name
-		if !parents[name] {
-			continue
-		}
-		if j, seen := index[name]; !seen || (isGone(j) && !isGone(i)) {
-			index[name] = i
+	index := make(map[string]int, len(r.Allocations))
+	for i, a := range r.Allocations {
+		if j, seen := index[a.Name]; !seen || (gone != nil && gone[j] && !gone[i]) {
+			index[a.Name] = i
 		}
 	}
 	return index
@@ -172,10 +139,7 @@ func (r *Table) nameIndex(gone []bool) map[string]int {
 func reparent(allocs []Allocation, index map[string]int, gone []bool, parent string) string {
 	for steps := 0; parent != "" && steps <= len(allocs); steps++ {
 		i, ok := index[parent]
-		if !ok {
-			return parent
-		}
-		if !gone[i] {
+		if !ok || !gone[i] {
 			return parent
 		}
 		parent = allocs[i].DelegatedFrom
@@ -186,38 +150,20 @@ func reparent(allocs []Allocation, index map[string]int, gone []bool, parent str
 // breakCycles makes an allocation a root when following delegated_from from
 // it comes back to it — of each loop the first member in registry order,
 // which breaks the loop for the others; only a foreign writer can create
-// one. Every allocation is walked once.
-func (r *Table) breakCycles(index map[string]int) {
-	if len(index) == 0 {
-		return // no allocation is delegated from one in the registry
-	}
-	const unseen, done = 0, -1
-	walk := make([]int, len(r.Allocations)) // unseen, done, or 1 + the walk it is on
-	pos := make([]int, len(r.Allocations))  // its position in that walk
-	var path []int
-	for start := range r.Allocations {
-		if walk[start] != unseen {
-			continue
-		}
-		path = path[:0]
-		for j := start; ; {
-			if walk[j] == start+1 { // back on this walk: path[pos[j]:] is a loop
-				r.Allocations[slices.Min(path[pos[j]:])].DelegatedFrom = ""
-				break
-			}
-			if walk[j] != unseen {
-				break // reached a walk already done
-			}
-			walk[j], pos[j] = start+1, len(path)
-			path = append(path, j)
+// one.
+func (r *Table) breakCycles() {
+	index := r.nameIndex(nil)
+	for i := range r.Allocations {
+		j := i
+		for range r.Allocations {
 			next, ok := index[r.Allocations[j].DelegatedFrom]
-			if !ok || r.Allocations[j].DelegatedFrom == "" {
+			if !ok {
 				break
 			}
-			j = next
-		}
-		for _, j := range path {
-			walk[j] = done
+			if j = next; j == i {
+				r.Allocations[i].DelegatedFrom = ""
+				break
+			}
 		}
 	}
 }
@@ -225,36 +171,21 @@ func (r *Table) breakCycles(index map[string]int) {
 // RecomputeDenies sets every scope_deny to the union of its direct
 // children's scope_allow (seed 004: 分譲 adds to the spawner's deny;
 // 返却 takes it away).
-func (r *Table) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
-
-func (r *Table) recomputeDenies(index map[string]int) {
-	if len(index) == 0 {
-		for i := range r.Allocations {
-			r.Allocations[i].ScopeDeny = []string{} // no child in the registry
-		}
-		return
+func (r *Table) RecomputeDenies() {
+	index := r.nameIndex(nil)
+	for i := range r.Allocations {
+		r.Allocations[i].ScopeDeny = []string{}
 	}
-	deny := make([][]string, len(r.Allocations))
-	type item struct {
-		parent int
-		scope  string
-	}
-	seen := make(map[item]bool)
 	for _, child := range r.Allocations {
-		if p, ok := index[child.DelegatedFrom]; ok && child.DelegatedFrom != "" {
-			for _, s := range child.ScopeAllow {
-				if !seen[item{p, s}] {
-					seen[item{p, s}] = true
-					deny[p] = append(deny[p], s)
-				}
+		p, ok := index[child.DelegatedFrom]
+		if !ok {
+			continue
+		}
+		for _, s := range child.ScopeAllow {
+			if deny := r.Allocations[p].ScopeDeny; !slices.Contains(deny, s) {
+				r.Allocations[p].ScopeDeny = append(deny, s)
 			}
 		}
-	}
-	for i := range r.Allocations {
-		if deny[i] == nil {
-			deny[i] = []string{}
-		}
-		r.Allocations[i].ScopeDeny = deny[i]
 	}
 }
 
