@@ -73,10 +73,6 @@ type Competitor struct {
 	Scopes []string
 }
 
-func (c Competitor) String() string {
-	return fmt.Sprintf("%s (pid %d, %s)", c.Name, c.PID, strings.Join(c.Scopes, ", "))
-}
-
 // ConflictError says why a registration was refused and names every
 // competitor. It matches ErrConflict.
 type ConflictError struct {
@@ -95,7 +91,7 @@ func (e *ConflictError) Error() string {
 	if len(e.Competitors) > 0 {
 		held := make([]string, len(e.Competitors))
 		for i, c := range e.Competitors {
-			held[i] = c.String()
+			held[i] = fmt.Sprintf("%s (pid %d, %s)", c.Name, c.PID, strings.Join(c.Scopes, ", "))
 		}
 		why = append(why, "held by "+strings.Join(held, "; "))
 	}

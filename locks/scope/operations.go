@@ -52,11 +52,10 @@ func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) 
 // is one lstat instead of a locked read of the whole registry — a thousand
 // holders checking every few seconds stay cheap.
 func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp Stamp, restored bool, err error) {
-	if now, ok := pathStamp(f.Path); ok && last != (Stamp{}) && now == last {
+	if now, ok := stampOf(os.Lstat(f.Path)); ok && last != (Stamp{}) && now == last {
 		return last, false, nil
 	}
 	stamp, err = f.transform(ctx, func(t *Table) error {
-		restored = false
 		if cur := t.find(a.Name); cur != nil && cur.PID == a.PID {
 			*a = *cur // re-parented since, perhaps: put back as it is now
 			return nil

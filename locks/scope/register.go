@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -29,17 +30,8 @@ type Request struct {
 
 // validName reports whether name is 1-64 of A-Z a-z 0-9 . _ -.
 func validName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	const allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+	return len(name) >= 1 && len(name) <= 64 && strings.Trim(name, allowed) == ""
 }
 
 // epochSeconds is t as the registry's created_at: float epoch seconds.

@@ -165,7 +165,7 @@ func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (Stamp,
 			return Stamp{}, err
 		}
 	}
-	stamp, _ := fileStamp(file)
+	stamp, _ := stampOf(file.Stat())
 	return stamp, nil
 }
 
@@ -208,7 +208,7 @@ func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, 
 			why += fmt.Sprintf(", and its backup %s is not a rewrite of it cut short (another writer changed it)", f.backupPath())
 			break
 		}
-		if written, ok := modTime(file); !ok || written.Sub(bakInfo.ModTime()) > restoreWindow {
+		if written, ok := stampOf(file.Stat()); !ok || time.Unix(0, written.mtime).Sub(bakInfo.ModTime()) > restoreWindow {
 			why += fmt.Sprintf(", and its backup %s is older than its last write", f.backupPath())
 			break
 		}
@@ -311,21 +311,13 @@ func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.Fil
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := f.readRegistry(file)
-	if err != nil {
-		file.Close()
-		return nil, nil, err
-	}
-	return file, data, nil
-}
-
-// readRegistry reads the whole locked file; past maxSize only one byte
-// more is read, for DecodeTable to refuse. An error is ErrUnusable, never
-// ErrCorrupt: it says nothing about what the file holds.
-func (f *Registry) readRegistry(file *os.File) ([]byte, error) {
+	// Past maxSize only one byte more is read, for DecodeTable to refuse.
+	// An error is ErrUnusable, never ErrCorrupt: it says nothing about what
+	// the file holds.
 	data, err := f.fs().ReadRegistry(file, maxSize)
 	if err != nil {
-		return nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
+		file.Close()
+		return nil, nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
 	}
-	return data, nil
+	return file, data, nil
 }

@@ -114,19 +114,6 @@ func syntaxError(text, why string) error {
 	return usagef("malformed scope %q: %s", text, why)
 }
 
-// ParseSpecs parses every text; the first malformed one is the error.
-func ParseSpecs(texts []string) ([]Spec, error) {
-	out := make([]Spec, 0, len(texts))
-	for _, t := range texts {
-		s, err := ParseSpec(t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // ResolveSpec reads a scope as a user gives it (--allow) and normalises it
 // the way the kernel would reach the path: a relative PATH is taken from
 // cwd, then Resolve. Errors match ErrUsage.
@@ -204,13 +191,7 @@ func Resolve(path string) (string, error) {
 
 // splitComponents splits a path into its names, dropping empty ones.
 func splitComponents(path string) []string {
-	var out []string
-	for _, name := range strings.Split(path, "/") {
-		if name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
+	return strings.FieldsFunc(path, func(r rune) bool { return r == '/' })
 }
 
 // specStrings renders scopes in normalised form.
