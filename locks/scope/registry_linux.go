@@ -140,28 +140,22 @@ func (f *Registry) flock(ctx context.Context, file *os.File, access registryAcce
 	if access == sharedExisting {
 		how = unix.LOCK_SH
 	}
-	pause := 200 * time.Microsecond
-	for {
+	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		err := unix.Flock(int(file.Fd()), how|unix.LOCK_NB)
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
 			return unusable(&fs.PathError{Op: "flock", Path: f.Path, Err: err})
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		case time.Now().After(deadline):
 			return fmt.Errorf("%w: flock on %s not granted within %v (a stopped process may hold it)",
 				ErrBusy, f.Path, f.lockWait())
 		}
 		// ±25% jitter, so that waiters on one registry do not wake in step.
-		t := time.NewTimer(min(pause*3/4+rand.N(pause/2+1), left))
-		pause = min(2*pause, 20*time.Millisecond)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-time.After(pause*3/4 + rand.N(pause/2+1)):
 		}
 	}
 }

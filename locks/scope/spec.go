@@ -54,17 +54,6 @@ func (s Spec) String() string {
 // symlinks before "..". The error quotes the offending text and matches
 // ErrUsage.
 func ParseSpec(text string) (Spec, error) {
-	s, err := splitSpec(text)
-	if err != nil {
-		return Spec{}, err
-	}
-	s.Path = filepath.Clean(s.Path)
-	return s, nil
-}
-
-// splitSpec is ParseSpec without the cleaning, which cannot fail: the
-// registry decoder checks every scope it reads with it.
-func splitSpec(text string) (Spec, error) {
 	s, err := cutMode(text)
 	if err == nil {
 		err = checkPath(s.Path)
@@ -72,6 +61,7 @@ func splitSpec(text string) (Spec, error) {
 	if err != nil {
 		return Spec{}, syntaxError(text, err.Error())
 	}
+	s.Path = filepath.Clean(s.Path)
 	return s, nil
 }
 

@@ -65,7 +65,7 @@ func DescribeEffective(allow, deny []Spec) EffectiveView {
 // left odd by another program still shows every allocation once.
 func (r *Table) Tree(alive LiveFunc) []Node {
 	view := &Table{Allocations: r.Allocations}
-	view.remove(make([]bool, len(view.Allocations))) // a new slice: r stays as it is
+	view.remove(func(*Allocation) bool { return false }) // a new slice: r stays as it is
 	index := view.nameIndex(nil)
 	children := make(map[string][]int)
 	var roots []int

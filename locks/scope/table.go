@@ -182,7 +182,7 @@ func checkAllocation(a Allocation) error {
 		return errors.New(".name: missing or empty")
 	}
 	for _, text := range slices.Concat(a.ScopeAllow, a.ScopeDeny) {
-		if _, err := splitSpec(text); err != nil {
+		if _, err := ParseSpec(text); err != nil {
 			return fmt.Errorf(": %w", err)
 		}
 	}

@@ -13,11 +13,7 @@ import "slices"
 // A's again. It returns the allocations removed. Every holder is judged
 // with alive; a start judges fewer (reclaimFor).
 func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
-	gone := make([]bool, len(r.Allocations))
-	for i, a := range r.Allocations {
-		gone[i] = !alive(a.PID, a.PIDStart)
-	}
-	return r.remove(gone)
+	return r.remove(func(a *Allocation) bool { return !alive(a.PID, a.PIDStart) })
 }
 
 // interest is what a start asks of the registry: the name it takes, the
@@ -45,16 +41,12 @@ type interest struct {
 // reads /proc/<pid>/stat; kill(pid, 0) is one system call, so a start stays
 // cheap with thousands of holders that have nothing to do with it.
 func (r *Table) reclaimFor(w interest, alive LiveFunc, present func(pid int) bool) []Allocation {
-	gone := make([]bool, len(r.Allocations))
-	for i := range r.Allocations {
-		a := &r.Allocations[i]
+	return r.remove(func(a *Allocation) bool {
 		if w.concerns(a) {
-			gone[i] = !alive(a.PID, a.PIDStart)
-		} else {
-			gone[i] = !present(a.PID)
+			return !alive(a.PID, a.PIDStart)
 		}
-	}
-	return r.remove(gone)
+		return !present(a.PID)
+	})
 }
 
 // concerns reports whether a's liveness can change the answer to w: it has
@@ -82,22 +74,18 @@ func (w interest) concerns(a *Allocation) bool {
 // a name may have been reused after we were reclaimed) and hands its scope
 // back as ReclaimStale does. It reports whether it was there.
 func (r *Table) Release(name string, pid int) bool {
-	gone := make([]bool, len(r.Allocations))
-	found := false
-	for i := range r.Allocations {
-		if a := &r.Allocations[i]; a.Name == name && a.PID == pid {
-			gone[i], found = true, true
-		}
-	}
-	r.remove(gone)
-	return found
+	return len(r.remove(func(a *Allocation) bool { return a.Name == name && a.PID == pid })) > 0
 }
 
-// remove drops the marked allocations and hands their scope back: every
-// other allocation is re-parented past the removed ones (reparent), loops a
-// foreign writer made are broken, and the denies are recomputed. It
-// returns the allocations removed.
-func (r *Table) remove(gone []bool) []Allocation {
+// remove drops the allocations isGone picks and hands their scope back:
+// every other allocation is re-parented past the removed ones (reparent),
+// loops a foreign writer made are broken, and the denies are recomputed.
+// It returns the allocations removed.
+func (r *Table) remove(isGone func(*Allocation) bool) []Allocation {
+	gone := make([]bool, len(r.Allocations))
+	for i := range r.Allocations {
+		gone[i] = isGone(&r.Allocations[i])
+	}
 	index := r.nameIndex(gone)
 	kept := make([]Allocation, 0, len(r.Allocations))
 	var removed []Allocation
