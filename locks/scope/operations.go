@@ -150,18 +150,12 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 // moveAside renames path to path.corrupt.<ts>, adding .1, .2, … rather than
 // replacing an earlier one.
 func moveAside(fsys FS, path string, ts int64) (string, error) {
-	base := path + ".corrupt." + strconv.FormatInt(ts, 10)
-	for i := 0; ; i++ {
-		to := base
-		if i > 0 {
-			to += "." + strconv.Itoa(i)
-		}
+	to := path + ".corrupt." + strconv.FormatInt(ts, 10)
+	for i := 1; ; i++ {
 		err := fsys.RenameNoReplace(path, to)
-		if err == nil {
-			return to, nil
+		if !errors.Is(err, fs.ErrExist) || i > 100 {
+			return to, err
 		}
-		if !errors.Is(err, fs.ErrExist) || i >= 100 {
-			return "", err
-		}
+		to = path + ".corrupt." + strconv.FormatInt(ts, 10) + "." + strconv.Itoa(i)
 	}
 }

@@ -2,6 +2,7 @@ package scope
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,12 +90,7 @@ func (f *Registry) fs() FS {
 
 func (f *Registry) backupPath() string { return f.Path + ".bak" }
 
-func (f *Registry) lockWait() time.Duration {
-	if f.LockWait > 0 {
-		return f.LockWait
-	}
-	return DefaultLockWait
-}
+func (f *Registry) lockWait() time.Duration { return cmp.Or(f.LockWait, DefaultLockWait) }
 
 func (f *Registry) alive(pid int, start uint64) bool {
 	if f.Alive != nil {
