@@ -27,7 +27,7 @@ func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) 
 	var got Allocation
 	var refused error
 	err := f.Transform(ctx, func(reg *Table) error {
-		f.reclaim(reg, interest{name: q.Name, parent: q.DelegateFrom, allow: q.Allow})
+		f.reclaim(reg, q)
 		got, refused = reg.Register(q, f.now())
 		return nil
 	})
@@ -60,7 +60,7 @@ func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp S
 			*a = *cur // re-parented since, perhaps: put back as it is now
 			return nil
 		}
-		f.reclaim(t, interest{name: a.Name, parent: a.DelegatedFrom, allow: a.Allow()})
+		f.reclaim(t, Request{Name: a.Name, DelegateFrom: a.DelegatedFrom, Allow: a.Allow()})
 		if err := t.Restore(*a); err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (f *Registry) Release(ctx context.Context, name string, pid int) error {
 }
 
 // reclaim is a start's stale sweep (reclaimFor), logging what it removed.
-func (f *Registry) reclaim(reg *Table, w interest) {
+func (f *Registry) reclaim(reg *Table, w Request) {
 	for _, a := range reg.reclaimFor(w, f.alive, f.present) {
 		f.Log.Info().Str("name", a.Name).Int("pid", a.PID).Strs("scope", a.ScopeAllow).
 			Str("delegated_from", a.DelegatedFrom).Msg("reclaimed stale scope allocation")

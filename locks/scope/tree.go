@@ -16,15 +16,9 @@ func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
 	return r.remove(func(a *Allocation) bool { return !alive(a.PID, a.PIDStart) })
 }
 
-// interest is what a start asks of the registry: the name it takes, the
-// parent it delegates from, the scopes it asks for.
-type interest struct {
-	name, parent string
-	allow        []Spec
-}
-
-// reclaimFor is the stale sweep of a start (seed 004: 起動 → stale 検出 →
-// 自動回収), judging each holder only as well as the start's answer needs:
+// reclaimFor is the stale sweep of a start asking for w (seed 004: 起動 →
+// stale 検出 → 自動回収), judging each holder only as well as the answer
+// needs (only w's name, parent and scopes count):
 //   - every holder gets the seed's check, kill(pid, 0) (present): a pid no
 //     process has is reclaimed, whatever it held;
 //   - the holders whose liveness can change the answer — the allocation
@@ -40,7 +34,7 @@ type interest struct {
 // until its pid ends: it admits or refuses no one meanwhile. The full check
 // reads /proc/<pid>/stat; kill(pid, 0) is one system call, so a start stays
 // cheap with thousands of holders that have nothing to do with it.
-func (r *Table) reclaimFor(w interest, alive LiveFunc, present func(pid int) bool) []Allocation {
+func (r *Table) reclaimFor(w Request, alive LiveFunc, present func(pid int) bool) []Allocation {
 	return r.remove(func(a *Allocation) bool {
 		if w.concerns(a) {
 			return !alive(a.PID, a.PIDStart)
@@ -52,8 +46,8 @@ func (r *Table) reclaimFor(w interest, alive LiveFunc, present func(pid int) boo
 // concerns reports whether a's liveness can change the answer to w: it has
 // the name or is the parent asked for, or one of its scopes (any mode)
 // overlaps one asked for (any mode).
-func (w interest) concerns(a *Allocation) bool {
-	if a.Name == w.name || (w.parent != "" && a.Name == w.parent) {
+func (w Request) concerns(a *Allocation) bool {
+	if a.Name == w.Name || (w.DelegateFrom != "" && a.Name == w.DelegateFrom) {
 		return true
 	}
 	for _, text := range a.ScopeAllow {
@@ -61,7 +55,7 @@ func (w interest) concerns(a *Allocation) bool {
 		if err != nil {
 			return true // cannot tell: judge it in full
 		}
-		for _, q := range w.allow {
+		for _, q := range w.Allow {
 			if overlaps(q, s) {
 				return true
 			}
