@@ -3,10 +3,10 @@ package scope
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -155,21 +155,16 @@ func Resolve(path string) (string, error) {
 			continue
 		}
 		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			// Not there (or not reachable): the rest is named, not found.
-			return filepath.Join(append([]string{next}, rest...)...), nil
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		target, err := os.Readlink(next)
+		switch {
+		case errors.Is(err, syscall.EINVAL): // there, and no symlink
 			resolved = next
 			continue
+		case err != nil: // not there (or not reachable): the rest is named, not found
+			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if links++; links > maxSymlinks {
 			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if strings.HasPrefix(target, "/") {
 			resolved = "/"
