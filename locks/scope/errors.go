@@ -26,11 +26,11 @@ var (
 
 	// ErrCorrupt: the registry does not parse and its backup does
 	// not either. Nothing was changed; `withlock scope reset` moves it aside.
-	ErrCorrupt error = registryFault("scope registry corrupt")
+	ErrCorrupt error = kindError{"scope registry corrupt", ErrUnusable}
 
 	// ErrBusy: flock on the registry was not granted within the
 	// bound (a stopped process may hold it).
-	ErrBusy error = registryFault("scope registry busy")
+	ErrBusy error = kindError{"scope registry busy", ErrUnusable}
 
 	// ErrLost: a holder's allocation went missing from the registry (an
 	// operator's edit, a reset, another writer's mistake) and cannot be put
@@ -38,22 +38,20 @@ var (
 	ErrLost = errors.New("scope allocation lost")
 )
 
-// registryFault is a sentinel that also matches ErrUnusable, so the
-// command line needs one test for exit status 73.
-type registryFault string
+// kindError is an error with a message of its own that matches the
+// sentinel kind: ErrCorrupt and ErrBusy are ErrUnusable too, so the command
+// line needs one test for exit status 73, and a usage error says what is
+// wrong without repeating "scope usage".
+type kindError struct {
+	msg  string
+	kind error
+}
 
-func (e registryFault) Error() string        { return string(e) }
-func (e registryFault) Is(target error) bool { return target == ErrUnusable }
-
-// usageText is an ErrUsage error with a message of its own (the
-// sentinel's text would only repeat what the message says).
-type usageText string
-
-func (e usageText) Error() string        { return string(e) }
-func (e usageText) Is(target error) bool { return target == ErrUsage }
+func (e kindError) Error() string        { return e.msg }
+func (e kindError) Is(target error) bool { return target == e.kind }
 
 func usagef(format string, args ...any) error {
-	return usageText(fmt.Sprintf(format, args...))
+	return kindError{fmt.Sprintf(format, args...), ErrUsage}
 }
 
 // unusable marks an OS or safety error on the registry as ErrUnusable.
@@ -71,10 +69,6 @@ type Competitor struct {
 	// Scopes are the competitor's allowed write scopes that overlap the
 	// request.
 	Scopes []string
-}
-
-func (c Competitor) String() string {
-	return fmt.Sprintf("%s (pid %d, %s)", c.Name, c.PID, strings.Join(c.Scopes, ", "))
 }
 
 // ConflictError says why a registration was refused and names every
@@ -95,7 +89,7 @@ func (e *ConflictError) Error() string {
 	if len(e.Competitors) > 0 {
 		held := make([]string, len(e.Competitors))
 		for i, c := range e.Competitors {
-			held[i] = c.String()
+			held[i] = fmt.Sprintf("%s (pid %d, %s)", c.Name, c.PID, strings.Join(c.Scopes, ", "))
 		}
 		why = append(why, "held by "+strings.Join(held, "; "))
 	}

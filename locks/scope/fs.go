@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"io"
 	"io/fs"
 	"os"
 
@@ -17,12 +18,10 @@ type FS interface {
 	// place, without following a symlink or blocking on a FIFO.
 	OpenRegistry(path string) (*os.File, error)
 	// ReadRegistry reads the open registry from its start, at most
-	// limit+1 bytes (so a caller can tell an oversized one), into buf's
-	// room when it is large enough.
-	ReadRegistry(f *os.File, limit int64, buf []byte) ([]byte, error)
+	// limit+1 bytes (so a caller can tell an oversized one).
+	ReadRegistry(f *os.File, limit int64) ([]byte, error)
 	// Rewrite replaces the open registry's content in place: truncate,
-	// one write, fsync. Neither it nor WriteSynced keeps data past its
-	// return: the registry reuses the buffer.
+	// one write, fsync.
 	Rewrite(f *os.File, data []byte) error
 	// WriteSynced creates path exclusively (no symlink followed) with
 	// data and fsyncs it before it returns; on error nothing is left.
@@ -36,19 +35,9 @@ func (OS) OpenRegistry(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|oNoFollow|oNonblock, 0)
 }
 
-func (OS) ReadRegistry(f *os.File, limit int64, buf []byte) ([]byte, error) {
-	fi, err := f.Stat()
+func (OS) ReadRegistry(f *os.File, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, limit+1))
 	if err != nil {
-		return nil, err
-	}
-	size := int(min(fi.Size(), limit+1))
-	data := buf[:0]
-	if cap(data) < size {
-		data = make([]byte, size, size+size/8+512) // room for the next read: the registry grows by a line
-	}
-	data = data[:size]
-	n, err := f.ReadAt(data, 0)
-	if err != nil && n < len(data) {
 		return nil, &fs.PathError{Op: "read", Path: f.Name(), Err: err}
 	}
 	return data, nil
@@ -64,21 +53,20 @@ func (OS) Rewrite(f *os.File, data []byte) error {
 	return f.Sync()
 }
 
-func (OS) WriteSynced(path string, data []byte, perm fs.FileMode) (err error) {
+func (OS) WriteSynced(path string, data []byte, perm fs.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }

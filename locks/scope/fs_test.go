@@ -34,11 +34,11 @@ func (f *faultFS) OpenRegistry(path string) (*os.File, error) {
 	return f.OS.OpenRegistry(path)
 }
 
-func (f *faultFS) ReadRegistry(file *os.File, limit int64, buf []byte) ([]byte, error) {
+func (f *faultFS) ReadRegistry(file *os.File, limit int64) ([]byte, error) {
 	if f.readErr != nil {
 		return nil, &fs.PathError{Op: "read", Path: file.Name(), Err: f.readErr}
 	}
-	return f.OS.ReadRegistry(file, limit, buf)
+	return f.OS.ReadRegistry(file, limit)
 }
 
 func (f *faultFS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {

@@ -152,3 +152,16 @@ func readFileString(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	return string(data), err
 }
+
+// ParseSpecs parses every text; the first malformed one is the error.
+func ParseSpecs(texts []string) ([]Spec, error) {
+	out := make([]Spec, 0, len(texts))
+	for _, t := range texts {
+		s, err := ParseSpec(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

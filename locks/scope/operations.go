@@ -27,7 +27,7 @@ func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) 
 	var got Allocation
 	var refused error
 	err := f.Transform(ctx, func(reg *Table) error {
-		f.reclaim(reg, interest{name: q.Name, parent: q.DelegateFrom, allow: q.Allow})
+		f.reclaim(reg, q)
 		got, refused = reg.Register(q, f.now())
 		return nil
 	})
@@ -52,16 +52,15 @@ func (f *Registry) Register(ctx context.Context, q Request) (Allocation, error) 
 // is one lstat instead of a locked read of the whole registry — a thousand
 // holders checking every few seconds stay cheap.
 func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp Stamp, restored bool, err error) {
-	if now, ok := pathStamp(f.Path); ok && last != (Stamp{}) && now == last {
+	if now, ok := stampOf(os.Lstat(f.Path)); ok && last != (Stamp{}) && now == last {
 		return last, false, nil
 	}
 	stamp, err = f.transform(ctx, func(t *Table) error {
-		restored = false
 		if cur := t.find(a.Name); cur != nil && cur.PID == a.PID {
-			*a = cur.detached() // re-parented since, perhaps: put back as it is now
+			*a = *cur // re-parented since, perhaps: put back as it is now
 			return nil
 		}
-		f.reclaim(t, interest{name: a.Name, parent: a.DelegatedFrom, allow: a.Allow()})
+		f.reclaim(t, Request{Name: a.Name, DelegateFrom: a.DelegatedFrom, Allow: a.Allow()})
 		if err := t.Restore(*a); err != nil {
 			return err
 		}
@@ -88,18 +87,9 @@ func (f *Registry) Release(ctx context.Context, name string, pid int) error {
 	})
 }
 
-// reclaim is a start's stale sweep (reclaimFor). With many holders their
-// pids are looked up in one listing of /proc, every pid not listed getting
-// kill(pid, 0) (listPresent): the same answers, without a system call per
-// holder.
-func (f *Registry) reclaim(reg *Table, w interest) {
-	present := f.present
-	if f.Alive == nil && len(reg.Allocations) >= listPresentAt {
-		if listed := listPresent(); listed != nil {
-			present = listed.present
-		}
-	}
-	for _, a := range reg.reclaimFor(w, f.alive, present) {
+// reclaim is a start's stale sweep (reclaimFor), logging what it removed.
+func (f *Registry) reclaim(reg *Table, w Request) {
+	for _, a := range reg.reclaimFor(w, f.alive, f.present) {
 		f.Log.Info().Str("name", a.Name).Int("pid", a.PID).Strs("scope", a.ScopeAllow).
 			Str("delegated_from", a.DelegatedFrom).Msg("reclaimed stale scope allocation")
 	}
@@ -109,7 +99,7 @@ func (f *Registry) reclaim(reg *Table, w interest) {
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
 func (f *Registry) Status(ctx context.Context) ([]Node, error) {
-	file, data, err := f.openRead(ctx, sharedExisting, nil)
+	file, data, err := f.openRead(ctx, sharedExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -117,7 +107,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 		return nil, err
 	}
 	defer file.Close()
-	reg, _, err := f.load(file, data, nil)
+	reg, _, err := f.load(file, data)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +122,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 // cannot be read for an OS error (EMFILE…), which says nothing about its
 // content. It returns the paths things were moved to.
 func (f *Registry) Reset(ctx context.Context) ([]string, error) {
-	file, data, err := f.openRead(ctx, exclusiveExisting, nil)
+	file, data, err := f.openRead(ctx, exclusiveExisting)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -140,7 +130,7 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer file.Close()
-	if _, _, err = f.load(file, data, nil); !errors.Is(err, ErrCorrupt) {
+	if _, _, err = f.load(file, data); !errors.Is(err, ErrCorrupt) {
 		return nil, err
 	}
 	var moved []string
@@ -160,18 +150,12 @@ func (f *Registry) Reset(ctx context.Context) ([]string, error) {
 // moveAside renames path to path.corrupt.<ts>, adding .1, .2, … rather than
 // replacing an earlier one.
 func moveAside(fsys FS, path string, ts int64) (string, error) {
-	base := path + ".corrupt." + strconv.FormatInt(ts, 10)
-	for i := 0; ; i++ {
-		to := base
-		if i > 0 {
-			to += "." + strconv.Itoa(i)
-		}
+	to := path + ".corrupt." + strconv.FormatInt(ts, 10)
+	for i := 1; ; i++ {
 		err := fsys.RenameNoReplace(path, to)
-		if err == nil {
-			return to, nil
+		if !errors.Is(err, fs.ErrExist) || i > 100 {
+			return to, err
 		}
-		if !errors.Is(err, fs.ErrExist) || i >= 100 {
-			return "", err
-		}
+		to = path + ".corrupt." + strconv.FormatInt(ts, 10) + "." + strconv.Itoa(i)
 	}
 }

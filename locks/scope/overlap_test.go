@@ -193,7 +193,7 @@ func TestScopeSetMatchesOracle(t *testing.T) {
 		for _, e := range exprs {
 			for _, p := range oracleUniverse {
 				if e.set.Contains(p) != e.brute[p] {
-					t.Fatalf("case %d: %s with a=%v b=%v c=%v: Contains(%s)=%v, want %v (set %s)",
+					t.Fatalf("case %d: %s with a=%v b=%v c=%v: Contains(%s)=%v, want %v (set %v)",
 						i, e.name, a, b, c, p, e.set.Contains(p), e.brute[p], e.set)
 				}
 			}
@@ -248,12 +248,12 @@ func TestEffectiveScope(t *testing.T) {
 		eff := Effective(allow, deny)
 		for _, p := range tt.in {
 			if !eff.Contains(p) {
-				t.Errorf("%v − %v should hold %s (set %s)", tt.allow, tt.deny, p, eff)
+				t.Errorf("%v − %v should hold %s (set %v)", tt.allow, tt.deny, p, eff)
 			}
 		}
 		for _, p := range tt.out {
 			if eff.Contains(p) {
-				t.Errorf("%v − %v should not hold %s (set %s)", tt.allow, tt.deny, p, eff)
+				t.Errorf("%v − %v should not hold %s (set %v)", tt.allow, tt.deny, p, eff)
 			}
 		}
 	}

@@ -30,17 +30,8 @@ type Request struct {
 
 // validName reports whether name is 1-64 of A-Z a-z 0-9 . _ -.
 func validName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	const allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+	return len(name) >= 1 && len(name) <= 64 && strings.Trim(name, allowed) == ""
 }
 
 // epochSeconds is t as the registry's created_at: float epoch seconds.
@@ -89,7 +80,7 @@ func (r *Table) Register(q Request, now time.Time) (Allocation, error) {
 			return Allocation{}, usagef("unknown scope parent %q (no live allocation has that name)", q.DelegateFrom)
 		}
 	}
-	if err := r.checkConflicts(q.Allow, parent); err != nil {
+	if err := r.checkConflicts(specStrings(q.Allow), q.Allow, parent, nil); err != nil {
 		return Allocation{}, err
 	}
 	a := Allocation{
@@ -129,20 +120,20 @@ func randomName() string {
 
 // checkConflicts is the seed's write-conflict check (write 衝突チェック): the
 // requested write scopes against every other allocation's effective write
-// scope and, when delegated, the delegation rule (withinParent). The parent
-// itself is no competitor: a delegated scope lies inside its parent's by
-// design, and the parent's ancestors have the parent's allow in their deny
-// already.
-func (r *Table) checkConflicts(allow []Spec, parent *Allocation) error {
+// scope — but those skip marks — and, when delegated, the delegation rule
+// (withinParent). The parent itself is no competitor: a delegated scope
+// lies inside its parent's by design, and the parent's ancestors have the
+// parent's allow in their deny already. The error is a *ConflictError.
+func (r *Table) checkConflicts(requested []string, allow []Spec, parent *Allocation, skip map[int]bool) error {
 	writes := writeSpecs(allow)
 	if len(writes) == 0 {
 		return nil
 	}
 	want := NewSet(writes...)
-	conflict := &ConflictError{Requested: specStrings(allow)}
+	conflict := &ConflictError{Requested: requested}
 	for i := range r.Allocations {
 		other := &r.Allocations[i]
-		if other == parent {
+		if other == parent || skip[i] {
 			continue
 		}
 		if c, ok := competitor(want, writes, other); ok {
@@ -150,7 +141,7 @@ func (r *Table) checkConflicts(allow []Spec, parent *Allocation) error {
 		}
 	}
 	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
+		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return conflict
@@ -186,7 +177,7 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 	if len(touching) == 0 || !want.Intersects(other.Effective()) {
 		return Competitor{}, false
 	}
-	return Competitor{Name: strings.Clone(other.Name), PID: other.PID, Scopes: touching}, true // outlives the read
+	return Competitor{Name: other.Name, PID: other.PID, Scopes: touching}, true
 }
 
 // Restore puts a holder's own allocation back after it went missing from
@@ -203,24 +194,9 @@ func (r *Table) Restore(a Allocation) error {
 	if a.DelegatedFrom != "" {
 		parent = r.find(a.DelegatedFrom) // gone too: it puts itself back
 	}
-	subtree := r.delegatesOf(a.Name)
-	writes := writeSpecs(a.Allow())
-	want := NewSet(writes...)
-	conflict := &ConflictError{Requested: a.ScopeAllow}
-	for i := range r.Allocations {
-		other := &r.Allocations[i]
-		if other == parent || subtree[i] {
-			continue
-		}
-		if c, ok := competitor(want, writes, other); ok {
-			conflict.Competitors = append(conflict.Competitors, c)
-		}
-	}
-	if parent != nil && !withinParent(want, parent) {
-		conflict.Parent = &Competitor{Name: strings.Clone(parent.Name), PID: parent.PID, Scopes: cloneStrings(parent.ScopeAllow)}
-	}
-	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
-		return fmt.Errorf("%w: %w", ErrLost, conflict)
+	// a's own delegates still point to it: they are no competitors.
+	if err := r.checkConflicts(a.ScopeAllow, a.Allow(), parent, r.delegatesOf(a.Name)); err != nil {
+		return fmt.Errorf("%w: %w", ErrLost, err)
 	}
 	a.extra = nil
 	r.Allocations = append(r.Allocations, a)
@@ -231,22 +207,15 @@ func (r *Table) Restore(a Allocation) error {
 // delegatesOf marks the allocations delegated from name, directly or
 // further down.
 func (r *Table) delegatesOf(name string) map[int]bool {
-	children := make(map[string][]int)
-	for i, a := range r.Allocations {
-		if a.DelegatedFrom != "" {
-			children[a.DelegatedFrom] = append(children[a.DelegatedFrom], i)
-		}
-	}
 	marked := make(map[int]bool)
-	queue := children[name]
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
-		if marked[i] {
-			continue // a loop a foreign writer made
+	parents := map[string]bool{name: true}
+	for grown := true; grown; {
+		grown = false
+		for i, a := range r.Allocations {
+			if !marked[i] && parents[a.DelegatedFrom] {
+				marked[i], parents[a.Name], grown = true, true, true
+			}
 		}
-		marked[i] = true
-		queue = append(queue, children[r.Allocations[i].Name]...)
 	}
 	return marked
 }

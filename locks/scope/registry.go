@@ -2,16 +2,15 @@ package scope
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
-	"weak"
 
 	"github.com/rs/zerolog"
 
@@ -91,12 +90,7 @@ func (f *Registry) fs() FS {
 
 func (f *Registry) backupPath() string { return f.Path + ".bak" }
 
-func (f *Registry) lockWait() time.Duration {
-	if f.LockWait > 0 {
-		return f.LockWait
-	}
-	return DefaultLockWait
-}
+func (f *Registry) lockWait() time.Duration { return cmp.Or(f.LockWait, DefaultLockWait) }
 
 func (f *Registry) alive(pid int, start uint64) bool {
 	if f.Alive != nil {
@@ -140,27 +134,16 @@ type Stamp struct {
 	mtime, ctime int64 // nanoseconds since the epoch
 }
 
-// transform is Transform, returning the stamp of the file as it left it.
-func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp Stamp, err error) {
-	mem := takeTransformMemory()
-	file, data, err := f.openRead(ctx, exclusive, mem.data)
+// transform is Transform, returning the stamp of the file as it left it:
+// lock, read, decode, apply fn, encode, write in place, unlock (the
+// deferred Close drops the flock).
+func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (Stamp, error) {
+	file, data, err := f.openRead(ctx, exclusive)
 	if err != nil {
-		mem.keep(nil, nil, nil)
 		return Stamp{}, err
 	}
-	defer file.Close() // releases the flock; after the stamp below
-	defer func() {
-		if err == nil {
-			stamp, _ = fileStamp(file)
-		}
-	}()
-	reg, restored, err := f.load(file, data, mem.allocs)
-	var out []byte
-	var decoded []Allocation
-	if reg != nil {
-		decoded = reg.Allocations
-	}
-	defer func() { mem.keep(data, decoded, out) }() // after the last use of data and out
+	defer file.Close()
+	reg, restored, err := f.load(file, data)
 	if err != nil {
 		return Stamp{}, err
 	}
@@ -173,63 +156,13 @@ func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (stamp 
 	if err := fn(reg); err != nil {
 		return Stamp{}, err
 	}
-	out = reg.appendTo(mem.out)
-	if !restored && bytes.Equal(out, data) {
-		return Stamp{}, nil
+	if out := reg.Encode(); restored || !bytes.Equal(out, data) {
+		if err := f.write(file, out, data, restored); err != nil {
+			return Stamp{}, err
+		}
 	}
-	return Stamp{}, f.write(file, out, data, restored)
-}
-
-// transformMemory is what a read-modify-write reads, decodes and encodes
-// into, kept for the next one (a scoped command's release after its
-// register): memory a process touches for the first time costs a page
-// fault per 4 KiB, about 20 µs each on a VM, more than the decoding.
-// Nothing of a table read from the registry outlives its transform: the
-// strings share the read buffer, so what fn keeps it copies (Keep detaches
-// the allocation, a conflict clones the names it reports).
-//
-// One is kept, weakly: the next garbage collection frees it (a holder's
-// process, which may run for days, does not keep a copy of the registry's
-// size). Not a sync.Pool: register and release run on different threads,
-// and a pool hands back what one thread put to that thread first.
-type transformMemory struct {
-	data   []byte
-	allocs []Allocation
-	out    []byte
-}
-
-var lastTransformMemory struct {
-	sync.Mutex
-	p weak.Pointer[transformMemory]
-}
-
-func takeTransformMemory() *transformMemory {
-	lastTransformMemory.Lock()
-	defer lastTransformMemory.Unlock()
-	m := lastTransformMemory.p.Value()
-	lastTransformMemory.p = weak.Pointer[transformMemory]{}
-	if m == nil {
-		m = new(transformMemory)
-	}
-	return m
-}
-
-// keep puts the buffers of a transform back for the next one; allocs is
-// the slice the decoder filled (fn may have replaced the table's).
-func (m *transformMemory) keep(data []byte, allocs []Allocation, out []byte) {
-	if cap(data) > cap(m.data) {
-		m.data = data[:0]
-	}
-	if cap(allocs) > cap(m.allocs) {
-		m.allocs = allocs[:0]
-	}
-	clear(m.allocs[:cap(m.allocs)]) // no string of this read stays reachable
-	if cap(out) > cap(m.out) {
-		m.out = out[:0]
-	}
-	lastTransformMemory.Lock()
-	lastTransformMemory.p = weak.Make(m)
-	lastTransformMemory.Unlock()
+	stamp, _ := stampOf(file.Stat())
+	return stamp, nil
 }
 
 // restoreWindow bounds how much later than its backup a torn registry may
@@ -250,10 +183,10 @@ const restoreWindow = 10 * time.Second
 // one emptied by another writer is not. Everything else is ErrCorrupt,
 // naming the file and `withlock scope reset`; an OS error reading the
 // backup (EMFILE, ENOMEM, EIO…) is ErrUnusable and says what failed.
-func (f *Registry) load(file *os.File, data []byte, into []Allocation) (reg *Table, restored bool, err error) {
+func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, err error) {
 	why := "empty"
 	if len(data) > 0 {
-		reg, err := decodeOwned(data, into)
+		reg, err := DecodeTable(data)
 		if err == nil {
 			return reg, false, nil
 		}
@@ -262,7 +195,7 @@ func (f *Registry) load(file *os.File, data []byte, into []Allocation) (reg *Tab
 	bak, bakInfo, bakErr := f.readBackup()
 	switch {
 	case bakErr == nil:
-		reg, err := decodeOwned(bak, into)
+		reg, err := DecodeTable(bak)
 		if err != nil {
 			why += fmt.Sprintf(", and its backup %s does not parse either (%v)", f.backupPath(), err)
 			break
@@ -271,7 +204,7 @@ func (f *Registry) load(file *os.File, data []byte, into []Allocation) (reg *Tab
 			why += fmt.Sprintf(", and its backup %s is not a rewrite of it cut short (another writer changed it)", f.backupPath())
 			break
 		}
-		if written, ok := modTime(file); !ok || written.Sub(bakInfo.ModTime()) > restoreWindow {
+		if written, ok := stampOf(file.Stat()); !ok || time.Unix(0, written.mtime).Sub(bakInfo.ModTime()) > restoreWindow {
 			why += fmt.Sprintf(", and its backup %s is older than its last write", f.backupPath())
 			break
 		}
@@ -368,28 +301,19 @@ func (f *Registry) rewrite(file *os.File, data []byte) error {
 }
 
 // openRead opens the registry with access, which takes its flock, and
-// reads it (into buf's room, when large enough). The caller closes the
-// file, which releases the flock.
-func (f *Registry) openRead(ctx context.Context, access registryAccess, buf []byte) (*os.File, []byte, error) {
+// reads it. The caller closes the file, which releases the flock.
+func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
 	file, err := f.openLocked(ctx, access)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := f.readRegistry(file, buf)
+	// Past maxSize only one byte more is read, for DecodeTable to refuse.
+	// An error is ErrUnusable, never ErrCorrupt: it says nothing about what
+	// the file holds.
+	data, err := f.fs().ReadRegistry(file, maxSize)
 	if err != nil {
 		file.Close()
-		return nil, nil, err
+		return nil, nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
 	}
 	return file, data, nil
-}
-
-// readRegistry reads the whole locked file; past maxSize only one byte
-// more is read, for DecodeTable to refuse. An error is ErrUnusable, never
-// ErrCorrupt: it says nothing about what the file holds.
-func (f *Registry) readRegistry(file *os.File, buf []byte) ([]byte, error) {
-	data, err := f.fs().ReadRegistry(file, maxSize, buf)
-	if err != nil {
-		return nil, unusable(fmt.Errorf("read scope registry %s: %w", f.Path, err))
-	}
-	return data, nil
 }

@@ -48,14 +48,14 @@ func (f *Registry) openLocked(ctx context.Context, access registryAccess) (*os.F
 			file.Close()
 			return nil, err
 		}
-		if same, err := namesFile(f.Path, file); err != nil || same {
-			if err != nil {
-				file.Close()
-				return nil, unusable(err)
-			}
+		same, err := namesFile(f.Path, file)
+		if err == nil && same {
 			return file, nil
 		}
 		file.Close()
+		if err != nil {
+			return nil, unusable(err)
+		}
 	}
 	return nil, fmt.Errorf("%w: %s keeps being replaced", ErrBusy, f.Path)
 }
@@ -140,54 +140,37 @@ func (f *Registry) flock(ctx context.Context, file *os.File, access registryAcce
 	if access == sharedExisting {
 		how = unix.LOCK_SH
 	}
-	pause := 200 * time.Microsecond
-	for {
+	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		err := unix.Flock(int(file.Fd()), how|unix.LOCK_NB)
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		case !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR):
 			return unusable(&fs.PathError{Op: "flock", Path: f.Path, Err: err})
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		case time.Now().After(deadline):
 			return fmt.Errorf("%w: flock on %s not granted within %v (a stopped process may hold it)",
 				ErrBusy, f.Path, f.lockWait())
 		}
 		// ±25% jitter, so that waiters on one registry do not wake in step.
-		t := time.NewTimer(min(pause*3/4+rand.N(pause/2+1), left))
-		pause = min(2*pause, 20*time.Millisecond)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-time.After(pause*3/4 + rand.N(pause/2+1)):
 		}
 	}
 }
 
 // namesFile reports whether path still names the open file.
 func namesFile(path string, file *os.File) (bool, error) {
-	var open, named unix.Stat_t
-	if err := unix.Fstat(int(file.Fd()), &open); err != nil {
-		return false, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	open, err := file.Stat()
+	if err != nil {
+		return false, err
 	}
-	if err := unix.Lstat(path, &named); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, nil
-		}
-		return false, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	named, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	return open.Dev == named.Dev && open.Ino == named.Ino, nil
-}
-
-// modTime is the open file's last modification time.
-func modTime(file *os.File) (time.Time, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(st.Mtim.Unix()), true
+	return err == nil && os.SameFile(open, named), err
 }
 
 // neverWritten reports whether the open file was never modified since it
@@ -204,24 +187,11 @@ func neverWritten(file *os.File) bool {
 	return stx.Mask&unix.STATX_BTIME != 0 && stx.Btime == stx.Mtime
 }
 
-// fileStamp and pathStamp take the stamp of the open file and of what the
-// path names now (not following a symlink).
-func fileStamp(file *os.File) (Stamp, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+// stampOf is the stamp of a file as file.Stat or os.Lstat describes it.
+func stampOf(fi fs.FileInfo, err error) (Stamp, bool) {
+	if err != nil {
 		return Stamp{}, false
 	}
-	return stampOf(&st), true
-}
-
-func pathStamp(path string) (Stamp, bool) {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return Stamp{}, false
-	}
-	return stampOf(&st), true
-}
-
-func stampOf(st *unix.Stat_t) Stamp {
-	return Stamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	st := fi.Sys().(*syscall.Stat_t)
+	return Stamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
 }

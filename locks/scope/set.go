@@ -1,9 +1,6 @@
 package scope
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // Set is an exact set of paths built from scopes with union,
 // intersection and subtraction — what "allow − deny" and "requested ⊆
@@ -118,41 +115,6 @@ func (s Set) Contains(p string) bool {
 		return false
 	}
 	return s.cells[a]&distanceCell(a, p) != 0
-}
-
-// String lists the named paths with their cells; for debugging and tests.
-func (s Set) String() string {
-	var parts []string
-	for _, m := range s.named() {
-		mask := s.cells[m]
-		if mask == 0 {
-			continue
-		}
-		parts = append(parts, m+"{"+mask.String()+"}")
-	}
-	return "{" + strings.Join(parts, " ") + "}"
-}
-
-func (c cellMask) String() string {
-	var out []string
-	for _, n := range []struct {
-		bit  cellMask
-		name string
-	}{{cellSelf, "self"}, {cellEntries, "entries"}, {cellDeeper, "deeper"}} {
-		if c&n.bit != 0 {
-			out = append(out, n.name)
-		}
-	}
-	return strings.Join(out, ",")
-}
-
-func (s Set) named() []string {
-	out := make([]string, 0, len(s.cells))
-	for m := range s.cells {
-		out = append(out, m)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // combine applies op cell by cell over the union of both named sets.

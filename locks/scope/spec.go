@@ -3,10 +3,10 @@ package scope
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -54,17 +54,6 @@ func (s Spec) String() string {
 // symlinks before "..". The error quotes the offending text and matches
 // ErrUsage.
 func ParseSpec(text string) (Spec, error) {
-	s, err := splitSpec(text)
-	if err != nil {
-		return Spec{}, err
-	}
-	s.Path = filepath.Clean(s.Path)
-	return s, nil
-}
-
-// splitSpec is ParseSpec without the cleaning, which cannot fail: the
-// registry decoder checks every scope it reads with it.
-func splitSpec(text string) (Spec, error) {
 	s, err := cutMode(text)
 	if err == nil {
 		err = checkPath(s.Path)
@@ -72,6 +61,7 @@ func splitSpec(text string) (Spec, error) {
 	if err != nil {
 		return Spec{}, syntaxError(text, err.Error())
 	}
+	s.Path = filepath.Clean(s.Path)
 	return s, nil
 }
 
@@ -112,19 +102,6 @@ func checkPath(path string) error {
 
 func syntaxError(text, why string) error {
 	return usagef("malformed scope %q: %s", text, why)
-}
-
-// ParseSpecs parses every text; the first malformed one is the error.
-func ParseSpecs(texts []string) ([]Spec, error) {
-	out := make([]Spec, 0, len(texts))
-	for _, t := range texts {
-		s, err := ParseSpec(t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // ResolveSpec reads a scope as a user gives it (--allow) and normalises it
@@ -178,21 +155,16 @@ func Resolve(path string) (string, error) {
 			continue
 		}
 		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			// Not there (or not reachable): the rest is named, not found.
-			return filepath.Join(append([]string{next}, rest...)...), nil
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		target, err := os.Readlink(next)
+		switch {
+		case errors.Is(err, syscall.EINVAL): // there, and no symlink
 			resolved = next
 			continue
+		case err != nil: // not there (or not reachable): the rest is named, not found
+			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if links++; links > maxSymlinks {
 			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
 		if strings.HasPrefix(target, "/") {
 			resolved = "/"
@@ -204,13 +176,7 @@ func Resolve(path string) (string, error) {
 
 // splitComponents splits a path into its names, dropping empty ones.
 func splitComponents(path string) []string {
-	var out []string
-	for _, name := range strings.Split(path, "/") {
-		if name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
+	return strings.FieldsFunc(path, func(r rune) bool { return r == '/' })
 }
 
 // specStrings renders scopes in normalised form.

@@ -64,19 +64,16 @@ func DescribeEffective(allow, deny []Spec) EffectiveView {
 // are read the way the next write will fix them (as roots), so a registry
 // left odd by another program still shows every allocation once.
 func (r *Table) Tree(alive LiveFunc) []Node {
-	view := &Table{Allocations: slices.Clone(r.Allocations)}
-	view.remove(make([]bool, len(view.Allocations)))
+	view := &Table{Allocations: r.Allocations}
+	view.remove(func(*Allocation) bool { return false }) // a new slice: r stays as it is
+	index := view.nameIndex(nil)
 	children := make(map[string][]int)
 	var roots []int
-	named := make(map[string]bool, len(view.Allocations))
-	for _, a := range view.Allocations {
-		named[a.Name] = true
-	}
 	for i, a := range view.Allocations {
-		if a.DelegatedFrom == "" || !named[a.DelegatedFrom] {
-			roots = append(roots, i)
-		} else {
+		if _, ok := index[a.DelegatedFrom]; ok {
 			children[a.DelegatedFrom] = append(children[a.DelegatedFrom], i)
+		} else {
+			roots = append(roots, i)
 		}
 	}
 	var build func(i int) Node

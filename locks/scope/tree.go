@@ -13,22 +13,12 @@ import "slices"
 // A's again. It returns the allocations removed. Every holder is judged
 // with alive; a start judges fewer (reclaimFor).
 func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
-	gone := make([]bool, len(r.Allocations))
-	for i, a := range r.Allocations {
-		gone[i] = !alive(a.PID, a.PIDStart)
-	}
-	return r.remove(gone)
+	return r.remove(func(a *Allocation) bool { return !alive(a.PID, a.PIDStart) })
 }
 
-// interest is what a start asks of the registry: the name it takes, the
-// parent it delegates from, the scopes it asks for.
-type interest struct {
-	name, parent string
-	allow        []Spec
-}
-
-// reclaimFor is the stale sweep of a start (seed 004: 起動 → stale 検出 →
-// 自動回収), judging each holder only as well as the start's answer needs:
+// reclaimFor is the stale sweep of a start asking for w (seed 004: 起動 →
+// stale 検出 → 自動回収), judging each holder only as well as the answer
+// needs (only w's name, parent and scopes count):
 //   - every holder gets the seed's check, kill(pid, 0) (present): a pid no
 //     process has is reclaimed, whatever it held;
 //   - the holders whose liveness can change the answer — the allocation
@@ -44,24 +34,20 @@ type interest struct {
 // until its pid ends: it admits or refuses no one meanwhile. The full check
 // reads /proc/<pid>/stat; kill(pid, 0) is one system call, so a start stays
 // cheap with thousands of holders that have nothing to do with it.
-func (r *Table) reclaimFor(w interest, alive LiveFunc, present func(pid int) bool) []Allocation {
-	gone := make([]bool, len(r.Allocations))
-	for i := range r.Allocations {
-		a := &r.Allocations[i]
+func (r *Table) reclaimFor(w Request, alive LiveFunc, present func(pid int) bool) []Allocation {
+	return r.remove(func(a *Allocation) bool {
 		if w.concerns(a) {
-			gone[i] = !alive(a.PID, a.PIDStart)
-		} else {
-			gone[i] = !present(a.PID)
+			return !alive(a.PID, a.PIDStart)
 		}
-	}
-	return r.remove(gone)
+		return !present(a.PID)
+	})
 }
 
 // concerns reports whether a's liveness can change the answer to w: it has
 // the name or is the parent asked for, or one of its scopes (any mode)
 // overlaps one asked for (any mode).
-func (w interest) concerns(a *Allocation) bool {
-	if a.Name == w.name || (w.parent != "" && a.Name == w.parent) {
+func (w Request) concerns(a *Allocation) bool {
+	if a.Name == w.Name || (w.DelegateFrom != "" && a.Name == w.DelegateFrom) {
 		return true
 	}
 	for _, text := range a.ScopeAllow {
@@ -69,7 +55,7 @@ func (w interest) concerns(a *Allocation) bool {
 		if err != nil {
 			return true // cannot tell: judge it in full
 		}
-		for _, q := range w.allow {
+		for _, q := range w.Allow {
 			if overlaps(q, s) {
 				return true
 			}
@@ -82,80 +68,43 @@ func (w interest) concerns(a *Allocation) bool {
 // a name may have been reused after we were reclaimed) and hands its scope
 // back as ReclaimStale does. It reports whether it was there.
 func (r *Table) Release(name string, pid int) bool {
-	gone := make([]bool, len(r.Allocations))
-	found := false
-	for i := range r.Allocations {
-		if a := &r.Allocations[i]; a.Name == name && a.PID == pid {
-			gone[i], found = true, true
-		}
-	}
-	r.remove(gone)
-	return found
+	return len(r.remove(func(a *Allocation) bool { return a.Name == name && a.PID == pid })) > 0
 }
 
-// remove drops the marked allocations, re-parents the others (reparent),
-// breaks delegation cycles and recomputes denies. Linear in the
-// allocations: one name index, one pass per step.
-func (r *Table) remove(gone []bool) []Allocation {
-	index := r.nameIndex(gone)
-	var parents []string // nil: no allocation is delegated from one in the registry
-	if index != nil {
-		parents = make([]string, len(r.Allocations))
-		for i := range r.Allocations {
-			parents[i] = reparent(r.Allocations, index, gone, r.Allocations[i].DelegatedFrom)
-		}
-	}
-	// Compact in place: position k ≤ i, so nothing unread is overwritten.
-	var removed []Allocation
-	k := 0
+// remove drops the allocations isGone picks and hands their scope back:
+// every other allocation is re-parented past the removed ones (reparent),
+// loops a foreign writer made are broken, and the denies are recomputed.
+// It returns the allocations removed.
+func (r *Table) remove(isGone func(*Allocation) bool) []Allocation {
+	gone := make([]bool, len(r.Allocations))
 	for i := range r.Allocations {
+		gone[i] = isGone(&r.Allocations[i])
+	}
+	index := r.nameIndex(gone)
+	kept := make([]Allocation, 0, len(r.Allocations))
+	var removed []Allocation
+	for i, a := range r.Allocations {
 		if gone[i] {
-			removed = append(removed, r.Allocations[i])
+			removed = append(removed, a)
 			continue
 		}
-		r.Allocations[k] = r.Allocations[i]
-		if parents != nil {
-			r.Allocations[k].DelegatedFrom = parents[i]
-		}
-		k++
+		a.DelegatedFrom = reparent(r.Allocations, index, gone, a.DelegatedFrom)
+		kept = append(kept, a)
 	}
-	clear(r.Allocations[k:])
-	r.Allocations = r.Allocations[:k]
-	if len(removed) > 0 {
-		index = r.nameIndex(nil) // positions moved; with none gone the index holds
-	}
-	r.breakCycles(index)
-	r.recomputeDenies(index)
+	r.Allocations = kept
+	r.breakCycles()
+	r.RecomputeDenies()
 	return removed
 }
 
-// nameIndex maps to their positions the names that some allocation is
-// delegated from — the only names the tree rules look up — preferring kept
-// allocations when a foreign writer left two with one name; gone may be
-// nil (none gone). With no delegation at all it is empty: a registry of
-// independent holders costs no index.
+// nameIndex maps each name to its allocation's position — the first kept
+// one when a foreign writer left two with one name; gone may be nil (none
+// gone).
 func (r *Table) nameIndex(gone []bool) map[string]int {
-	var parents map[string]bool
-	for i := range r.Allocations {
-		if p := r.Allocations[i].DelegatedFrom; p != "" {
-			if parents == nil {
-				parents = make(map[string]bool)
-			}
-			parents[p] = true
-		}
-	}
-	if parents == nil {
-		return nil
-	}
-	index := make(map[string]int, len(parents))
-	isGone := func(i int) bool { return gone != nil && gone[i] }
-	for i := range r.Allocations {
-		name := r.Allocations[i].Name
-		if !parents[name] {
-			continue
-		}
-		if j, seen := index[name]; !seen || (isGone(j) && !isGone(i)) {
-			index[name] = i
+	index := make(map[string]int, len(r.Allocations))
+	for i, a := range r.Allocations {
+		if j, seen := index[a.Name]; !seen || (gone != nil && gone[j] && !gone[i]) {
+			index[a.Name] = i
 		}
 	}
 	return index
@@ -172,10 +121,7 @@ func (r *Table) nameIndex(gone []bool) map[string]int {
 func reparent(allocs []Allocation, index map[string]int, gone []bool, parent string) string {
 	for steps := 0; parent != "" && steps <= len(allocs); steps++ {
 		i, ok := index[parent]
-		if !ok {
-			return parent
-		}
-		if !gone[i] {
+		if !ok || !gone[i] {
 			return parent
 		}
 		parent = allocs[i].DelegatedFrom
@@ -186,38 +132,20 @@ func reparent(allocs []Allocation, index map[string]int, gone []bool, parent str
 // breakCycles makes an allocation a root when following delegated_from from
 // it comes back to it — of each loop the first member in registry order,
 // which breaks the loop for the others; only a foreign writer can create
-// one. Every allocation is walked once.
-func (r *Table) breakCycles(index map[string]int) {
-	if len(index) == 0 {
-		return // no allocation is delegated from one in the registry
-	}
-	const unseen, done = 0, -1
-	walk := make([]int, len(r.Allocations)) // unseen, done, or 1 + the walk it is on
-	pos := make([]int, len(r.Allocations))  // its position in that walk
-	var path []int
-	for start := range r.Allocations {
-		if walk[start] != unseen {
-			continue
-		}
-		path = path[:0]
-		for j := start; ; {
-			if walk[j] == start+1 { // back on this walk: path[pos[j]:] is a loop
-				r.Allocations[slices.Min(path[pos[j]:])].DelegatedFrom = ""
-				break
-			}
-			if walk[j] != unseen {
-				break // reached a walk already done
-			}
-			walk[j], pos[j] = start+1, len(path)
-			path = append(path, j)
+// one.
+func (r *Table) breakCycles() {
+	index := r.nameIndex(nil)
+	for i := range r.Allocations {
+		j := i
+		for range r.Allocations {
 			next, ok := index[r.Allocations[j].DelegatedFrom]
-			if !ok || r.Allocations[j].DelegatedFrom == "" {
+			if !ok {
 				break
 			}
-			j = next
-		}
-		for _, j := range path {
-			walk[j] = done
+			if j = next; j == i {
+				r.Allocations[i].DelegatedFrom = ""
+				break
+			}
 		}
 	}
 }
@@ -225,36 +153,21 @@ func (r *Table) breakCycles(index map[string]int) {
 // RecomputeDenies sets every scope_deny to the union of its direct
 // children's scope_allow (seed 004: 分譲 adds to the spawner's deny;
 // 返却 takes it away).
-func (r *Table) RecomputeDenies() { r.recomputeDenies(r.nameIndex(nil)) }
-
-func (r *Table) recomputeDenies(index map[string]int) {
-	if len(index) == 0 {
-		for i := range r.Allocations {
-			r.Allocations[i].ScopeDeny = []string{} // no child in the registry
-		}
-		return
+func (r *Table) RecomputeDenies() {
+	index := r.nameIndex(nil)
+	for i := range r.Allocations {
+		r.Allocations[i].ScopeDeny = []string{}
 	}
-	deny := make([][]string, len(r.Allocations))
-	type item struct {
-		parent int
-		scope  string
-	}
-	seen := make(map[item]bool)
 	for _, child := range r.Allocations {
-		if p, ok := index[child.DelegatedFrom]; ok && child.DelegatedFrom != "" {
-			for _, s := range child.ScopeAllow {
-				if !seen[item{p, s}] {
-					seen[item{p, s}] = true
-					deny[p] = append(deny[p], s)
-				}
+		p, ok := index[child.DelegatedFrom]
+		if !ok {
+			continue
+		}
+		for _, s := range child.ScopeAllow {
+			if deny := r.Allocations[p].ScopeDeny; !slices.Contains(deny, s) {
+				r.Allocations[p].ScopeDeny = append(deny, s)
 			}
 		}
-	}
-	for i := range r.Allocations {
-		if deny[i] == nil {
-			deny[i] = []string{}
-		}
-		r.Allocations[i].ScopeDeny = deny[i]
 	}
 }
 
