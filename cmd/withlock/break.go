@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 )
 
 func init() { commandRegistry = append(commandRegistry, breakCommand) }
@@ -27,13 +29,15 @@ func breakCommand() *cli.Command {
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
 		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
 		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
+		&cli.BoolFlag{Name: "scopes", Usage: "instead of a run lock: move a corrupt scope registry aside (scope.lock.corrupt.<ts>)"},
+		scopeFileFlag(),
 		backendFlag(),
 	}
 	flags = append(flags, etcdFlags()...)
 	return &cli.Command{
 		Name:      "break",
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
-		ArgsUsage: "RUN_ID",
+		ArgsUsage: "RUN_ID | --scopes",
 		Description: `Moves the lock of RUN_ID aside, under the same guard as every acquire and
 release, never over an earlier stale file. The fencing counter stays, so
 the next holder gets a larger token than the broken one.
@@ -52,17 +56,29 @@ shows the slots).
 Exits 0 when the lock was moved, released after --signal, or there was
 none; 75 when refused; 73 when the lock could not be read or moved.
 
+With --scopes it moves the scope registry aside instead, and its backup if
+any, never over an earlier one, under the registry's flock — only a
+registry that does not parse and is not provably a rewrite of withlock's
+cut short, which stops every scoped start (exit 73); one that loads is
+left alone. Live withlock holders put their allocations back within a few
+seconds; holders of other programs recorded in the moved file are
+forgotten: check them first. Exits 0, or 73 when it cannot be moved.
+
 Examples:
    withlock break nightly-backup
    withlock break --signal --grace 30s r-42
    withlock break --force r-42     # holder alive or on another host: you decide
-   withlock break --slot 2 builds  # one slot of run --max N builds`,
+   withlock break --slot 2 builds  # one slot of run --max N builds
+   withlock break --scopes         # a corrupt scope registry`,
 		Flags:  append(flags, logFlags()...),
 		Action: breakAction,
 	}
 }
 
 func breakAction(_ context.Context, c *cli.Command) error {
+	if c.Bool("scopes") {
+		return breakScopes(c)
+	}
 	if c.NArg() != 1 || c.Args().First() == "" {
 		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
 	}
@@ -108,6 +124,30 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		say("no lock for run %q", runID)
 	}
 	return first
+}
+
+// breakScopes is `withlock break --scopes`: a corrupt scope registry is
+// moved aside (scope.Registry.Reset).
+func breakScopes(c *cli.Command) error {
+	if c.NArg() > 0 {
+		return usageError("break --scopes: takes no RUN_ID (got %q)", c.Args().Slice())
+	}
+	path := scope.FilePath(c.String("scope-file"), os.Getenv)
+	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
+	out := io.Writer(os.Stdout)
+	if c.Bool("quiet") {
+		out = io.Discard
+	}
+	for _, to := range moved {
+		fmt.Fprintf(out, "moved aside to %s\n", to)
+	}
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break --scopes: %w", err))
+	}
+	if len(moved) == 0 {
+		fmt.Fprintf(out, "%s loads; nothing to move aside\n", path)
+	}
+	return nil
 }
 
 // breakOne breaks the lock of id (a run id or a slot's derived id);

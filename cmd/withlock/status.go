@@ -32,7 +32,8 @@ files waiting for gc, then the scope registry as a delegation tree with each
 holder's effective write scope. With RUN_IDs, only those run locks (a run id
 without a lock shows as free), read by their names without listing the
 directory: the files waiting for gc and the scopes are then left out
-(status without RUN_IDs and gc list them). Nothing is changed.
+(status without RUN_IDs and gc list them). With --scopes only the scope
+registry is shown. Nothing is changed.
 
 Exits 0 when everything could be read, 73 when something could not (lock
 directory unreadable or unsafe, a lock file that cannot be opened, a
@@ -41,11 +42,13 @@ corrupt scope registry): what could be read is still shown.
 Examples:
    withlock status
    withlock status nightly-backup
+   withlock status --scopes
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
 			&cli.StringFlag{Name: "dir", Usage: dirUsage},
-			&cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage},
+			&cli.BoolFlag{Name: "scopes", Usage: "show only the scope registry, as a delegation tree"},
+			scopeFileFlag(),
 			backendFlag(),
 		}, etcdFlags()...),
 		Action: statusAction,
@@ -56,6 +59,9 @@ func statusAction(_ context.Context, c *cli.Command) error {
 	if err := knownBackend(c); err != nil {
 		return err
 	}
+	if c.Bool("scopes") {
+		return statusScopes(c)
+	}
 	if c.String("backend") == "etcd" {
 		return etcdStatus(c)
 	}
@@ -63,25 +69,54 @@ func statusAction(_ context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	runIDs := c.Args().Slice()
-	st := gatherStatus(locker, runIDs, scope.FilePath(c.String("scope-file"), os.Getenv))
+	st := gatherStatus(locker, c.Args().Slice(), scope.FilePath(c.String("scope-file"), os.Getenv))
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(st); err != nil {
-			return exitWith(exitCantCreate, err)
-		}
-	} else {
-		writeStatusTable(os.Stdout, st)
+		return writeJSON(st, st.Errors)
 	}
-	if len(st.Errors) == 0 {
-		return nil
+	writeStatusTable(os.Stdout, st)
+	return statusErrors(st.Errors)
+}
+
+// statusScopes is `withlock status --scopes`: the scope registry alone, as
+// a delegation tree or, with --json, {file, allocations}.
+func statusScopes(c *cli.Command) error {
+	if c.NArg() > 0 {
+		return usageError("status --scopes: takes no RUN_ID (got %q)", c.Args().Slice())
 	}
-	for _, e := range st.Errors {
+	st := &statusReport{Errors: []string{}}
+	ss := gatherScopes(scope.FilePath(c.String("scope-file"), os.Getenv), st)
+	switch {
+	case c.Bool("json"):
+		return writeJSON(ss, st.Errors)
+	case len(ss.Allocations) == 0:
+		fmt.Printf("no scope allocations in %s\n", ss.File)
+	default:
+		writeScopeTable(os.Stdout, ss, "")
+	}
+	return statusErrors(st.Errors)
+}
+
+// writeJSON prints v as status --json does, then reports errs.
+func writeJSON(v any, errs []string) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	return statusErrors(errs)
+}
+
+// statusErrors prints what status could not read, one line each, and
+// exits 73 if there was anything.
+func statusErrors(errs []string) error {
+	for _, e := range errs {
 		fmt.Fprintln(os.Stderr, "withlock: status: "+e)
 	}
-	return silentExit(exitCantCreate)
+	if len(errs) > 0 {
+		return silentExit(exitCantCreate)
+	}
+	return nil
 }
 
 // statusReport is the JSON document of `withlock status --json`. Every
@@ -280,13 +315,20 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		t.write(w)
 	}
 	if st.Scopes != nil && len(st.Scopes.Allocations) > 0 {
-		fmt.Fprintf(w, "\nscopes (%s):\n", st.Scopes.File)
-		t := newTable("  NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
-		for _, n := range st.Scopes.Allocations {
-			scopeRows(t, n, "  ")
-		}
-		t.write(w)
+		fmt.Fprintln(w)
+		writeScopeTable(w, st.Scopes, "  ")
 	}
+}
+
+// writeScopeTable prints the registry's delegation tree, indent before
+// each row.
+func writeScopeTable(w io.Writer, ss *scopeStatus, indent string) {
+	fmt.Fprintf(w, "scopes (%s):\n", ss.File)
+	t := newTable(indent+"NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
+	for _, n := range ss.Allocations {
+		scopeRows(t, n, indent)
+	}
+	t.write(w)
 }
 
 func lockRow(l lockStatus) []string {

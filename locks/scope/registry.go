@@ -291,7 +291,7 @@ func (f *Registry) load(file *os.File, data []byte, into []Allocation) (reg *Tab
 	default:
 		return nil, false, unusable(fmt.Errorf("%s is torn (%s) and its backup cannot be read: %w", f.Path, why, bakErr))
 	}
-	return nil, false, fmt.Errorf("%w: %s: %s; `withlock scope reset` moves it aside (live holders put their allocations back within 5s)",
+	return nil, false, fmt.Errorf("%w: %s: %s; `withlock break --scopes` moves it aside (live holders put their allocations back within 5s)",
 		ErrCorrupt, f.Path, why)
 }
 

@@ -359,7 +359,7 @@ func TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
 				t.Fatalf("register over the damaged registry = %v, want ErrCorrupt", err)
 			}
-			for _, want := range []string{f.Path, "withlock scope reset"} {
+			for _, want := range []string{f.Path, "withlock break --scopes"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not mention %q", err, want)
 				}
@@ -414,7 +414,7 @@ func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
 			t.Fatalf("register = %v, want ErrCorrupt", err)
 		}
-		for _, want := range []string{f.Path, "withlock scope reset"} {
+		for _, want := range []string{f.Path, "withlock break --scopes"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %q", err, want)
 			}
