@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,14 +57,7 @@ func knownBackend(c *cli.Command) error {
 	return nil
 }
 
-func backendNames() []string {
-	names := make([]string, 0, len(backends))
-	for n := range backends {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func backendNames() []string { return slices.Sorted(maps.Keys(backends)) }
 
 func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
 	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {

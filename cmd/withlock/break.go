@@ -109,7 +109,11 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		}
 	}
 
-	targets, err := breakTargets(c, locker, runID)
+	mode, max, slots, found, err := locker.SlotsOf(runID)
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	}
+	targets, err := slotTargets(c, runID, mode, max, slots, found)
 	if err != nil {
 		return err
 	}

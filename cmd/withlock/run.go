@@ -337,7 +337,7 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbe
 	})
 	err := lock.Release()
 	if locks.OutOfDescriptors(err) {
-		freeReserve()
+		locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
 		err = lock.Release()
 	}
 	bound.Stop()

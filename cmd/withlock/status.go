@@ -187,60 +187,50 @@ type scopeStatus struct {
 func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
-	named := runIDs
-	if len(runIDs) > 0 {
-		runIDs = withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
-	}
+	ids := withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
 	inspect := locker.Inspect
 	if len(runIDs) > 0 {
 		// Only these run ids' files: a directory of 10,000 locks is not
 		// read for one of them.
-		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(runIDs) }
+		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(ids) }
 	}
 	rep, err := inspect()
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
-		rep = &locks.DirReport{Dir: locker.Dir}
+		rep = &locks.DirReport{}
 	}
-	keys := make(map[string]string, len(runIDs))
-	for _, id := range runIDs {
-		keys[locks.Key(id)] = id
-	}
-	wanted := func(key string) bool { _, ok := keys[key]; return len(runIDs) == 0 || ok }
+	found := map[string]bool{}
 	for _, l := range rep.Locks {
-		if !wanted(l.Key) {
-			continue
+		for _, id := range ids {
+			if l.Payload.RunID == "" && locks.Key(id) == l.Key {
+				l.Payload.RunID = id // unparseable: named by the run id asked about
+			}
 		}
-		ls := newLockStatus(l, now)
-		if ls.RunID == "" {
-			ls.RunID = keys[l.Key]
-		}
-		markSlot(&ls)
-		st.Locks = append(st.Locks, ls)
+		st.Locks = append(st.Locks, newLockStatus(l, now))
 		if l.State == locks.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
-		delete(keys, l.Key)
+		found[l.Key] = true
 	}
-	for _, id := range named {
-		if _, free := keys[locks.Key(id)]; free {
-			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
-			delete(keys, locks.Key(id))
+	for _, id := range runIDs {
+		if key := locks.Key(id); !found[key] {
+			found[key] = true
+			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: key, LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
 		}
 	}
 	for _, l := range rep.Leftovers {
-		if wanted(l.Key) {
-			st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
-				Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
-		}
+		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
+			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
-	st.Semaphores = gatherSemaphores(locker, st)
+	st.Semaphores = fileSemaphores(locker, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
 	return st
 }
 
+// newLockStatus is l as status shows it; a slot's derived run id is the
+// user's run id plus the slot it is.
 func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 	p := l.Payload
 	ls := lockStatus{
@@ -265,6 +255,7 @@ func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 	if l.Err != nil {
 		ls.Error = l.Err.Error()
 	}
+	markSlot(&ls)
 	return ls
 }
 
@@ -385,11 +376,7 @@ func pidList(l lockStatus) string {
 	if len(l.Pids) == 0 {
 		return "no pids found"
 	}
-	s := "pids"
-	for _, pid := range l.Pids {
-		s += " " + fmt.Sprint(pid)
-	}
-	return s
+	return "pids " + joinPids(l.Pids)
 }
 
 func orDash(s string) string {
