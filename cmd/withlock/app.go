@@ -31,14 +31,12 @@ func newApp() *cli.Command {
 			c.Hidden, c.HideHelpCommand = false, true
 			c.Usage = "print the shell completion script (bash, zsh or fish)"
 		},
-		Commands:     []*cli.Command{runCommand()},
+		// One file per command.
+		Commands:     []*cli.Command{runCommand(), breakCommand(), gcCommand(), scopeCommand(), statusCommand()},
 		Action:       unknownCommand,
 		OnUsageError: onUsageError,
 		// Only main exits: keep urfave/cli from calling os.Exit.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-	}
-	for _, f := range commandRegistry {
-		app.Commands = append(app.Commands, f())
 	}
 	for _, c := range app.Commands {
 		setupCommand(c)
@@ -48,9 +46,6 @@ func newApp() *cli.Command {
 	}
 	return app
 }
-
-// commandRegistry is appended to by the init of each subcommand's file.
-var commandRegistry []func() *cli.Command
 
 // setupCommand applies what every command shares: a usage error is one
 // line, never the whole help; no "help" subcommand, which would take

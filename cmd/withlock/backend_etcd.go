@@ -256,13 +256,7 @@ func etcdBreak(c *cli.Command, runID string) error {
 	if err != nil {
 		return err
 	}
-	said := false
-	say := func(format string, args ...any) {
-		said = true
-		if !c.Bool("quiet") {
-			fmt.Printf(format+"\n", args...)
-		}
-	}
+	out := &sayer{quiet: c.Bool("quiet")}
 	// Shared holders have no slots in etcd: break RUN_ID breaks them all.
 	max, found, err := l.MaxOf(context.Background(), runID)
 	if err != nil {
@@ -275,7 +269,7 @@ func etcdBreak(c *cli.Command, runID string) error {
 	for _, id := range targets {
 		broke, err := l.Break(context.Background(), id)
 		for _, o := range broke {
-			say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
+			out.say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
 		}
 		switch {
 		case errors.Is(err, etcdlock.ErrNotHeld):
@@ -283,8 +277,8 @@ func etcdBreak(c *cli.Command, runID string) error {
 			return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(id), err))
 		}
 	}
-	if !said {
-		say("no lock for run %q", runID)
+	if !out.said {
+		out.say("no lock for run %q", runID)
 	}
 	return nil
 }

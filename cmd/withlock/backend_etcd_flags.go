@@ -41,8 +41,8 @@ func etcdFlags() []cli.Flag {
 		&cli.StringFlag{Name: "etcd-cacert", Sources: cli.EnvVars("WITHLOCK_ETCD_CACERT"), Usage: "`FILE` of CA certificates for etcd's TLS"},
 		&cli.StringFlag{Name: "etcd-cert", Sources: cli.EnvVars("WITHLOCK_ETCD_CERT"), Usage: "client certificate `FILE` for etcd's TLS"},
 		&cli.StringFlag{Name: "etcd-key", Sources: cli.EnvVars("WITHLOCK_ETCD_KEY"), Usage: "client key `FILE` for etcd's TLS"},
-		withEnv(durationFlag("etcd-dial-timeout", 5*time.Second,
-			"bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"), "WITHLOCK_ETCD_DIAL_TIMEOUT"),
+		&durFlag{Name: "etcd-dial-timeout", Value: 5 * time.Second, Sources: cli.EnvVars("WITHLOCK_ETCD_DIAL_TIMEOUT"),
+			Usage: "bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"},
 	}
 	for _, f := range flags {
 		switch f := f.(type) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -15,8 +14,6 @@ import (
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/scope"
 )
-
-func init() { commandRegistry = append(commandRegistry, breakCommand) }
 
 // defaultBreakGrace outlasts the holder's own default teardown grace (10s),
 // so a holder that tears its child down TERM → KILL has time to release.
@@ -38,31 +35,13 @@ func breakCommand() *cli.Command {
 		Name:      "break",
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
 		ArgsUsage: "RUN_ID | --scopes",
-		Description: `Moves the lock of RUN_ID aside, under the same guard as every acquire and
-release, never over an earlier stale file. The fencing counter stays, so
-the next holder gets a larger token than the broken one.
-
-Without --force only a stale lock is moved (holder dead or its pid reused,
-expired, corrupt). A holder alive on this host, on another host (its
-liveness cannot be known before the lock expires), or a lock file still
-being written is refused with exit 75. --signal sends TERM to a live holder
-on this host (withlock itself, which tears its command down and releases),
-waits up to --grace, and breaks the lock if that same holder still has it.
-
-For a semaphore or shared lock (run --max / --shared) it breaks every slot
-of RUN_ID, each by the same rules, or with --slot K only that slot (status
-shows the slots).
-
-Exits 0 when the lock was moved, released after --signal, or there was
-none; 75 when refused; 73 when the lock could not be read or moved.
-
-With --scopes it moves the scope registry aside instead, and its backup if
-any, never over an earlier one, under the registry's flock — only a
-registry that does not parse and is not provably a rewrite of withlock's
-cut short, which stops every scoped start (exit 73); one that loads is
-left alone. Live withlock holders put their allocations back within a few
-seconds; holders of other programs recorded in the moved file are
-forgotten: check them first. Exits 0, or 73 when it cannot be moved.
+		Description: `Moves the lock of RUN_ID aside, never over an earlier stale file; the
+fencing counter stays. Without --force only a stale lock; --signal asks a
+live holder on this host to stop first. For a semaphore or shared lock
+every slot, or with --slot K one. With --scopes it moves a corrupt scope
+registry aside instead (live holders put their allocations back). Exits 0
+moved, released or none; 75 refused; 73 could not read or move. Details:
+withlock(1).
 
 Examples:
    withlock break nightly-backup
@@ -101,13 +80,7 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	locker.Log = log
-	said := false
-	say := func(format string, args ...any) {
-		said = true
-		if !c.Bool("quiet") {
-			fmt.Printf(format+"\n", args...)
-		}
-	}
+	out := &sayer{quiet: c.Bool("quiet")}
 
 	mode, max, slots, found, err := locker.SlotsOf(runID)
 	if err != nil {
@@ -120,14 +93,25 @@ func breakAction(_ context.Context, c *cli.Command) error {
 	var first error
 	for _, id := range targets {
 		// A semaphore's free slots are not worth a line each.
-		if err := breakOne(c, locker, id, say, len(targets) > 1); err != nil && first == nil {
+		if err := breakOne(c, locker, id, out.say, len(targets) > 1); err != nil && first == nil {
 			first = err
 		}
 	}
-	if first == nil && !said {
-		say("no lock for run %q", runID)
+	if first == nil && !out.said {
+		out.say("no lock for run %q", runID)
 	}
 	return first
+}
+
+// sayer prints break's lines on stdout (none with -q) and remembers
+// whether there was one.
+type sayer struct{ quiet, said bool }
+
+func (s *sayer) say(format string, args ...any) {
+	s.said = true
+	if !s.quiet {
+		fmt.Printf(format+"\n", args...)
+	}
 }
 
 // breakScopes is `withlock break --scopes`: a corrupt scope registry is
@@ -138,18 +122,15 @@ func breakScopes(c *cli.Command) error {
 	}
 	path := scope.FilePath(c.String("scope-file"), os.Getenv)
 	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
-	out := io.Writer(os.Stdout)
-	if c.Bool("quiet") {
-		out = io.Discard
-	}
+	out := &sayer{quiet: c.Bool("quiet")}
 	for _, to := range moved {
-		fmt.Fprintf(out, "moved aside to %s\n", to)
+		out.say("moved aside to %s", to)
 	}
 	if err != nil {
 		return exitWith(exitCantCreate, fmt.Errorf("break --scopes: %w", err))
 	}
 	if len(moved) == 0 {
-		fmt.Fprintf(out, "%s loads; nothing to move aside\n", path)
+		out.say("%s loads; nothing to move aside", path)
 	}
 	return nil
 }

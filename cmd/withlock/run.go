@@ -91,7 +91,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("quiet") {
 		line.tty = false // -q: nothing on stderr unless something is wrong
 	}
-	log, err := newLoggerTo(c, line.Writer())
+	log, err := newLoggerTo(c, line)
 	if err != nil {
 		return err
 	}

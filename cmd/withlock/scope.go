@@ -16,8 +16,6 @@ import (
 	"github.com/withlock/withlock/supervisor"
 )
 
-func init() { commandRegistry = append(commandRegistry, scopeCommand) }
-
 func scopeFileFlag() cli.Flag {
 	return &cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage}
 }
@@ -36,15 +34,11 @@ func scopeCommand() *cli.Command {
 		Name:      "scope",
 		Usage:     "hold path scopes in your per-user registry while COMMAND runs",
 		ArgsUsage: "[--] COMMAND [ARGS...]",
-		Description: `Registers the --allow scopes for the command's lifetime and refuses to
-start (exit 75, naming every competitor) when another live holder already
-writes into an overlapping path. A non-recursive scope covers PATH and its
-direct entries, a recursive one the whole subtree; read scopes never
-conflict. With --delegate-from (default $WITHLOCK_SCOPE_NAME, set for every
-scoped child) the scopes are taken out of a parent's, which must hold them.
-The child gets WITHLOCK_SCOPE_NAME and WITHLOCK_SCOPE_FILE. Exit 64 for a
+		Description: `Registers the --allow scopes while COMMAND runs; refuses (75, naming every
+competitor) a write scope that overlaps another live holder's. Nested in a
+scoped command it delegates from it ($WITHLOCK_SCOPE_NAME). Exit 64 for a
 malformed scope, an unknown parent or a duplicate name; 73 when the registry
-is unusable (corrupt: see "withlock break --scopes").
+is unusable (corrupt: see "withlock break --scopes"). Details: withlock(1).
 
 Examples:
    withlock scope --allow /project/src:write:recursive -- make

@@ -17,27 +17,16 @@ import (
 	"github.com/withlock/withlock/locks/scope"
 )
 
-func init() { commandRegistry = append(commandRegistry, statusCommand) }
-
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "show who holds which lock, alive or stale, and what waits for gc",
 		ArgsUsage: "[RUN_ID...]",
-		Description: `Lists every run lock in the lock directory — run id, holder pid, host,
-whether the holder is alive (dead, or unknown when it runs on another host),
-its command, when it took the lock, when the lock expires unless renewed,
-its fencing token, why it is stale if it is — then the moved-aside and temp
-files waiting for gc, then the scope registry as a delegation tree with each
-holder's effective write scope. With RUN_IDs, only those run locks (a run id
-without a lock shows as free), read by their names without listing the
-directory: the files waiting for gc and the scopes are then left out
-(status without RUN_IDs and gc list them). With --scopes only the scope
-registry is shown. Nothing is changed.
-
-Exits 0 when everything could be read, 73 when something could not (lock
-directory unreadable or unsafe, a lock file that cannot be opened, a
-corrupt scope registry): what could be read is still shown.
+		Description: `Lists every run lock (holder, liveness, age, expiry, fencing token, why it
+is stale), the files waiting for gc, and the scope registry's delegation
+tree; with RUN_IDs only those locks, with --scopes only the registry.
+Nothing is changed. Exits 0, or 73 when something could not be read (what
+could is still shown). Details: withlock(1).
 
 Examples:
    withlock status

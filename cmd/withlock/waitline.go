@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -20,12 +19,14 @@ import (
 //
 // Update is called only when the acquirer wakes (about once a second, or
 // on an event), so a ticker redraws the line every second in between; Done
-// stops it and clears the line. Both are safe from any goroutine.
+// stops it and clears the line. Both are safe from any goroutine. Write
+// is for everything else that writes there (the logger): a line written
+// while the waiting line is drawn first clears it, so the two never share
+// a row; the next tick draws it again.
 type waitLine struct {
 	runID string
 	out   *os.File
 	tty   bool
-	now   func() time.Time
 	every time.Duration
 
 	mu      sync.Mutex
@@ -40,7 +41,7 @@ type waitLine struct {
 func newWaitLine(runID string) *waitLine { return newWaitLineOn(os.Stderr, runID) }
 
 func newWaitLineOn(out *os.File, runID string) *waitLine {
-	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), now: time.Now, every: time.Second}
+	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
 // Update is called before each wait with the current holder.
@@ -55,7 +56,7 @@ func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
 	}
 	w.holder = *h
 	if w.stop == nil {
-		w.started = w.now().Add(-waited)
+		w.started = time.Now().Add(-waited)
 		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
 		go w.tick(w.stop, w.stopped)
 	}
@@ -70,10 +71,7 @@ func (w *waitLine) Done() {
 		return
 	}
 	w.done = true
-	if w.drawn {
-		fmt.Fprint(w.out, "\r\x1b[K")
-		w.drawn = false
-	}
+	w.clearLocked()
 	stop, stopped := w.stop, w.stopped
 	w.mu.Unlock()
 	if stop != nil {
@@ -104,7 +102,7 @@ func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
 // line and cut to the terminal's width (a broken or wrapped line could not
 // be redrawn), clear to the end of the line.
 func (w *waitLine) drawLocked() {
-	text := locks.OneLine(w.text(w.now()))
+	text := locks.OneLine(w.text(time.Now()))
 	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
 		text = cutRunes(text, cols-1)
 	}
@@ -148,19 +146,16 @@ func cutRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// Writer wraps the waiting line's output for everything else that writes
-// there (the logger): a line written while the waiting line is drawn first
-// clears it, so the two never share a row; the next tick draws it again.
-func (w *waitLine) Writer() io.Writer { return lineClearingWriter{w} }
+func (w *waitLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.clearLocked()
+	return w.out.Write(p)
+}
 
-type lineClearingWriter struct{ w *waitLine }
-
-func (c lineClearingWriter) Write(p []byte) (int, error) {
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
-	if c.w.drawn {
-		fmt.Fprint(c.w.out, "\r\x1b[K")
-		c.w.drawn = false
+func (w *waitLine) clearLocked() {
+	if w.drawn {
+		fmt.Fprint(w.out, "\r\x1b[K")
+		w.drawn = false
 	}
-	return c.w.out.Write(p)
 }
