@@ -62,18 +62,12 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
 	}
 	runID := c.Args().First()
-	if err := knownBackend(c); err != nil {
-		return err
-	}
 	if c.String("backend") == "etcd" {
 		return etcdBreak(c, runID)
 	}
 	log, err := newLogger(c)
 	if err != nil {
 		return err
-	}
-	if c.Duration("grace") < 0 {
-		return usageError("--grace %v: must not be negative", c.Duration("grace"))
 	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {

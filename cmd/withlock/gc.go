@@ -41,9 +41,6 @@ func gcAction(_ context.Context, c *cli.Command) error {
 		return usageError("gc: takes no arguments (got %q)", c.Args().Slice())
 	}
 	olderThan := c.Duration("older-than")
-	if olderThan < 0 {
-		return usageError("--older-than %v: must not be negative", olderThan)
-	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)

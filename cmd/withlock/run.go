@@ -95,9 +95,6 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := knownBackend(c); err != nil {
-		return err
-	}
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}

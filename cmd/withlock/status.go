@@ -45,9 +45,6 @@ Examples:
 }
 
 func statusAction(_ context.Context, c *cli.Command) error {
-	if err := knownBackend(c); err != nil {
-		return err
-	}
 	if c.Bool("scopes") {
 		return statusScopes(c)
 	}
