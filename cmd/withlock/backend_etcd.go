@@ -138,9 +138,9 @@ func etcdStatus(c *cli.Command) error {
 	}
 	st := etcdStatusReport(l, owners, time.Now())
 	if c.Bool("json") {
-		return writeJSON(st, nil)
+		return writeJSON(c, st, nil)
 	}
-	writeStatusTable(os.Stdout, st)
+	writeStatusTable(c.Root().Writer, st)
 	var queued []string
 	for _, o := range owners {
 		if o.Waiters > 0 {
@@ -148,7 +148,7 @@ func etcdStatus(c *cli.Command) error {
 		}
 	}
 	if len(queued) > 0 {
-		fmt.Printf("\nwaiting: %s\n", strings.Join(queued, ", "))
+		fmt.Fprintf(c.Root().Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
 	}
 	return nil
 }
@@ -256,7 +256,7 @@ func etcdBreak(c *cli.Command, runID string) error {
 	if err != nil {
 		return err
 	}
-	out := &sayer{quiet: c.Bool("quiet")}
+	out := newSayer(c)
 	// Shared holders have no slots in etcd: break RUN_ID breaks them all.
 	max, found, err := l.MaxOf(context.Background(), runID)
 	if err != nil {

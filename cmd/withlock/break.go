@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -74,7 +75,7 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	locker.Log = log
-	out := &sayer{quiet: c.Bool("quiet")}
+	out := newSayer(c)
 
 	mode, max, slots, found, err := locker.SlotsOf(runID)
 	if err != nil {
@@ -99,12 +100,17 @@ func breakAction(_ context.Context, c *cli.Command) error {
 
 // sayer prints break's lines on stdout (none with -q) and remembers
 // whether there was one.
-type sayer struct{ quiet, said bool }
+type sayer struct {
+	w           io.Writer
+	quiet, said bool
+}
+
+func newSayer(c *cli.Command) *sayer { return &sayer{w: c.Root().Writer, quiet: c.Bool("quiet")} }
 
 func (s *sayer) say(format string, args ...any) {
 	s.said = true
 	if !s.quiet {
-		fmt.Printf(format+"\n", args...)
+		fmt.Fprintf(s.w, format+"\n", args...)
 	}
 }
 
@@ -116,7 +122,7 @@ func breakScopes(c *cli.Command) error {
 	}
 	path := scope.FilePath(c.String("scope-file"), os.Getenv)
 	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
-	out := &sayer{quiet: c.Bool("quiet")}
+	out := newSayer(c)
 	for _, to := range moved {
 		out.say("moved aside to %s", to)
 	}

@@ -107,7 +107,7 @@ func writeSemaphoreTable(w io.Writer, sems []semStatus) {
 		return
 	}
 	fmt.Fprintf(w, "\nsemaphores and shared locks (%d):\n", len(sems))
-	t := newTable("  RUN ID", "MODE", "HOLDERS", "WAITERS")
+	t := newTable(w, "  RUN ID", "MODE", "HOLDERS", "WAITERS")
 	for _, s := range sems {
 		mode := "shared"
 		if s.Mode == "max" {
@@ -119,7 +119,7 @@ func writeSemaphoreTable(w io.Writer, sems []semStatus) {
 		}
 		t.row("  "+s.RunID, mode, strconv.Itoa(s.Holders), waiters)
 	}
-	t.write(w)
+	t.Flush()
 }
 
 // slotName is how messages name a run id that may be a slot's:

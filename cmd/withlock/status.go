@@ -57,9 +57,9 @@ func statusAction(_ context.Context, c *cli.Command) error {
 	}
 	st := gatherStatus(locker, c.Args().Slice(), scope.FilePath(c.String("scope-file"), os.Getenv))
 	if c.Bool("json") {
-		return writeJSON(st, st.Errors)
+		return writeJSON(c, st, st.Errors)
 	}
-	writeStatusTable(os.Stdout, st)
+	writeStatusTable(c.Root().Writer, st)
 	return statusErrors(st.Errors)
 }
 
@@ -73,18 +73,18 @@ func statusScopes(c *cli.Command) error {
 	ss := gatherScopes(scope.FilePath(c.String("scope-file"), os.Getenv), st)
 	switch {
 	case c.Bool("json"):
-		return writeJSON(ss, st.Errors)
+		return writeJSON(c, ss, st.Errors)
 	case len(ss.Allocations) == 0:
-		fmt.Printf("no scope allocations in %s\n", ss.File)
+		fmt.Fprintf(c.Root().Writer, "no scope allocations in %s\n", ss.File)
 	default:
-		writeScopeTable(os.Stdout, ss, "")
+		writeScopeTable(c.Root().Writer, ss, "")
 	}
 	return statusErrors(st.Errors)
 }
 
 // writeJSON prints v as status --json does, then reports errs.
-func writeJSON(v any, errs []string) error {
-	enc := json.NewEncoder(os.Stdout)
+func writeJSON(c *cli.Command, v any, errs []string) error {
+	enc := json.NewEncoder(c.Root().Writer)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -276,20 +276,20 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 	if len(st.Locks) == 0 {
 		fmt.Fprintf(w, "no run locks in %s\n", st.Dir)
 	} else {
-		t := newTable("RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
+		t := newTable(w, "RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
 		for _, l := range st.Locks {
 			t.row(lockRow(l)...)
 		}
-		t.write(w)
+		t.Flush()
 	}
 	writeSemaphoreTable(w, st.Semaphores)
 	if len(st.Leftovers) > 0 {
 		fmt.Fprintf(w, "\nwaiting for gc in %s (%d):\n", st.Dir, len(st.Leftovers))
-		t := newTable("  FILE", "KIND", "RUN ID", "SINCE")
+		t := newTable(w, "  FILE", "KIND", "RUN ID", "SINCE")
 		for _, l := range st.Leftovers {
 			t.row("  "+filepath.Base(l.Path), l.Kind, orDash(l.RunID), ago(l.AgeSeconds))
 		}
-		t.write(w)
+		t.Flush()
 	}
 	if st.Scopes != nil && len(st.Scopes.Allocations) > 0 {
 		fmt.Fprintln(w)
@@ -301,11 +301,11 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 // each row.
 func writeScopeTable(w io.Writer, ss *scopeStatus, indent string) {
 	fmt.Fprintf(w, "scopes (%s):\n", ss.File)
-	t := newTable(indent+"NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
+	t := newTable(w, indent+"NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
 	for _, n := range ss.Allocations {
 		scopeRows(t, n, indent)
 	}
-	t.write(w)
+	t.Flush()
 }
 
 func lockRow(l lockStatus) []string {
@@ -337,7 +337,7 @@ func lockRow(l lockStatus) []string {
 
 // scopeRows adds n and its delegates, each level indented under its
 // parent and marked "└ "; indent is n's own.
-func scopeRows(t *table, n scope.Node, indent string) {
+func scopeRows(t table, n scope.Node, indent string) {
 	holder := "dead"
 	if n.Alive {
 		holder = "alive"
