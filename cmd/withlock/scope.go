@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
-	"github.com/withlock/withlock/supervisor"
 )
 
 func scopeFileFlag() cli.Flag {
@@ -108,10 +107,9 @@ func scopeRequest(c *cli.Command) (scope.Request, error) {
 
 // scopeFailure maps a refused or failed registration to its exit status.
 func scopeFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, err error) error {
-	var sig signalled
 	switch {
-	case errors.As(err, &sig):
-		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+	case errors.As(err, new(signalled)):
+		return acquireFailure(c, log, opts, "", err) // dies of INT and QUIT, as run does (SPEC §2)
 	case errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Msg(err.Error())

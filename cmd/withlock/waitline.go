@@ -18,7 +18,7 @@ import (
 // we have waited. Nothing when stderr is not a terminal.
 //
 // Update is called only when the acquirer wakes (about once a second, or
-// on an event), so a ticker redraws the line every second in between; Done
+// on an event), so a timer redraws the line every second in between; Done
 // stops it and clears the line. Both are safe from any goroutine. Write
 // is for everything else that writes there (the logger): a line written
 // while the waiting line is drawn first clears it, so the two never share
@@ -34,8 +34,7 @@ type waitLine struct {
 	started time.Time // when this acquirer began to wait
 	drawn   bool
 	done    bool
-	stop    chan struct{} // nil until the first Update starts the ticker
-	stopped chan struct{}
+	redraw  *time.Timer // nil until the first Update
 }
 
 func newWaitLine(runID string) *waitLine { return newWaitLineOn(os.Stderr, runID) }
@@ -55,46 +54,31 @@ func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
 		return
 	}
 	w.holder = *h
-	if w.stop == nil {
+	if w.redraw == nil {
 		w.started = time.Now().Add(-waited)
-		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
-		go w.tick(w.stop, w.stopped)
+		w.redraw = time.AfterFunc(w.every, w.tick)
 	}
 	w.drawLocked()
 }
 
-// Done clears the line once the wait is over and stops the ticker.
+// Done clears the line once the wait is over and stops the redraws; one
+// already under way finds done set and draws nothing.
 func (w *waitLine) Done() {
 	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return
+	defer w.mu.Unlock()
+	if w.redraw != nil {
+		w.redraw.Stop()
 	}
 	w.done = true
 	w.clearLocked()
-	stop, stopped := w.stop, w.stopped
-	w.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-stopped
-	}
 }
 
-func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			w.mu.Lock()
-			if !w.done {
-				w.drawLocked()
-			}
-			w.mu.Unlock()
-		}
+func (w *waitLine) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.drawLocked()
+		w.redraw.Reset(w.every)
 	}
 }
 
