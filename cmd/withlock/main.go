@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -34,8 +35,9 @@ func subscribeSignals() *supervisor.Signals { return supervisor.NotifyAsync() }
 // signalStatus); dieOf returns only if that did not end it.
 func exitNow(err error) {
 	code := report(err)
-	if sig := signalOf(err); sig != 0 {
-		dieOf(sig)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.sig != 0 {
+		dieOf(ee.sig)
 	}
 	os.Exit(code)
 }
