@@ -55,9 +55,6 @@ func setupCommand(c *cli.Command) {
 	c.HideHelpCommand = true
 	c.OnUsageError = onUsageError
 	c.Before = checkDescriptors
-	for _, sub := range c.Commands {
-		setupCommand(sub)
-	}
 }
 
 // onUsageError makes an error out of urfave/cli's parsing in c one line
