@@ -60,7 +60,7 @@ func breakAction(_ context.Context, c *cli.Command) error {
 		return breakScopes(c)
 	}
 	if c.NArg() != 1 || c.Args().First() == "" {
-		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
+		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID, or withlock break --scopes)")
 	}
 	runID := c.Args().First()
 	if c.String("backend") == "etcd" {

@@ -127,7 +127,7 @@ type scopeBackend struct {
 	file *scope.Registry
 	req  scope.Request
 	log  zerolog.Logger
-	// beforeWait is called before each pause: the signal subscription
+	// beforeWait is called before each pause (required): the signal subscription
 	// must be in place before a wait blocks (supervisor.NotifyAsync).
 	beforeWait func()
 }
@@ -150,9 +150,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 		if !retryable || (wait >= 0 && left <= 0) {
 			return nil, err
 		}
-		if b.beforeWait != nil {
-			b.beforeWait()
-		}
+		b.beforeWait()
 		sleep := pause/2 + rand.N(pause/2+1)
 		if wait >= 0 {
 			sleep = min(sleep, left)
