@@ -196,7 +196,7 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 		}
 		st.Locks = append(st.Locks, ls)
 	}
-	st.Semaphores = semaphores(st.Locks, func(runID, mode string) (int, bool) {
+	st.Semaphores = semaphores(st.Locks, func(runID string) (int, bool) {
 		// A --max semaphore's size is its own key: one read per one listed.
 		max, found, err := l.MaxOf(context.Background(), runID)
 		return max, err == nil && found

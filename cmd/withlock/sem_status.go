@@ -52,7 +52,7 @@ func markSlot(ls *lockStatus) {
 // semaphores sums up, per run id with slots among ls, its mode and its
 // holders; sizeOf gives a --max semaphore's size, waitersOf how many wait
 // (nil: not known here). Each slot in ls learns its semaphore's size.
-func semaphores(ls []lockStatus, sizeOf func(runID, mode string) (int, bool), waitersOf func(runID string) (int, bool)) []semStatus {
+func semaphores(ls []lockStatus, sizeOf func(runID string) (int, bool), waitersOf func(runID string) (int, bool)) []semStatus {
 	out := []semStatus{}
 	index := map[string]int{}
 	for i := range ls {
@@ -63,8 +63,10 @@ func semaphores(ls []lockStatus, sizeOf func(runID, mode string) (int, bool), wa
 		k, seen := index[l.RunID]
 		if !seen {
 			s := semStatus{RunID: l.RunID, Mode: l.Mode}
-			if max, ok := sizeOf(l.RunID, l.Mode); ok && l.Mode == string(locks.ModeMax) {
-				s.Max = max
+			if l.Mode == string(locks.ModeMax) {
+				if max, ok := sizeOf(l.RunID); ok {
+					s.Max = max
+				}
 			}
 			if waitersOf != nil {
 				s.Waiters, s.WaitersKnown = waitersOf(l.RunID)
@@ -83,9 +85,9 @@ func semaphores(ls []lockStatus, sizeOf func(runID, mode string) (int, bool), wa
 
 // fileSemaphores is semaphores for the file backend's st.Locks.
 func fileSemaphores(locker *locks.RunLocker, st *statusReport) []semStatus {
-	return semaphores(st.Locks, func(runID, mode string) (int, bool) {
-		m, max, _, found, err := locker.SlotsOf(runID)
-		return max, err == nil && found && string(m) == mode
+	return semaphores(st.Locks, func(runID string) (int, bool) {
+		mode, max, _, found, err := locker.SlotsOf(runID)
+		return max, err == nil && found && mode == locks.ModeMax
 	}, locker.WaitersOf)
 }
 
@@ -157,7 +159,7 @@ func slotTargets(c *cli.Command, runID string, mode locks.SemMode, max, slots in
 	k := c.Int("slot")
 	switch {
 	case !found:
-		return nil, usageError("break --slot %d: run %q has no slots (it was never run with --max or --shared)", k, runID)
+		return nil, usageError("break --slot %d: run %q has no slots (run --max makes them, and --shared on the file backend)", k, runID)
 	case k < 0 || k >= slots:
 		how := "--shared"
 		if mode == locks.ModeMax {
