@@ -15,10 +15,6 @@ import (
 	"github.com/withlock/withlock/locks/scope"
 )
 
-func scopeFileFlag() cli.Flag {
-	return &cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage}
-}
-
 func scopeCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "name", Usage: "allocation name, unique among live holders (default: 6 random hex digits)"},
