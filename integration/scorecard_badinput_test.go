@@ -151,8 +151,8 @@ var badRegistries = map[string][]byte{
 
 // TestScorecardBadRegistry: a corrupt scope registry with no good backup
 // is never accepted (nor emptied): exit 73 naming the file and the way out
-// (`withlock scope reset`), and the file is left as it was. An empty file
-// is a new registry. After `scope reset` the next scope succeeds.
+// (`withlock break --scopes`), and the file is left as it was. An empty file
+// is a new registry. After `break --scopes` the next scope succeeds.
 func TestScorecardBadRegistry(t *testing.T) {
 	for name, content := range badRegistries {
 		t.Run(name, func(t *testing.T) {
@@ -166,17 +166,17 @@ func TestScorecardBadRegistry(t *testing.T) {
 			}
 			_, stderr, code := runWithlock(t, "scope", "--scope-file", reg, "--allow", "/tmp/scorecard:write", "--", "true")
 			assertNoPanic(t, name, stderr)
-			if code != 73 || !strings.Contains(stderr, reg) || !strings.Contains(stderr, "scope reset") {
-				t.Errorf("%s registry: exit %d, stderr %q; want 73 naming %s and `scope reset`", name, code, stderr, reg)
+			if code != 73 || !strings.Contains(stderr, reg) || !strings.Contains(stderr, "break --scopes") {
+				t.Errorf("%s registry: exit %d, stderr %q; want 73 naming %s and `break --scopes`", name, code, stderr, reg)
 			}
 			if data, _ := os.ReadFile(reg); !bytes.Equal(data, content) {
 				t.Errorf("%s registry: the corrupt file was changed (now %d bytes)", name, len(data))
 			}
-			if _, stderr, code := runWithlock(t, "scope", "reset", "--scope-file", reg); code != 0 {
-				t.Fatalf("scope reset: exit %d\nstderr: %s", code, stderr)
+			if _, stderr, code := runWithlock(t, "break", "--scopes", "--scope-file", reg); code != 0 {
+				t.Fatalf("break --scopes: exit %d\nstderr: %s", code, stderr)
 			}
 			if _, stderr, code := runWithlock(t, "scope", "--scope-file", reg, "--allow", "/tmp/scorecard:write", "--", "true"); code != 0 {
-				t.Errorf("after scope reset: exit %d, want 0\nstderr: %s", code, stderr)
+				t.Errorf("after break --scopes: exit %d, want 0\nstderr: %s", code, stderr)
 			}
 		})
 	}

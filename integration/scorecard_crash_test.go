@@ -133,7 +133,7 @@ func TestScorecardCrashPointScopeMidWrite(t *testing.T) {
 	case 0:
 		t.Logf("after a crash mid-write the next scope run recovered the registry")
 	case 73:
-		if !strings.Contains(next.stderr, "scope reset") {
+		if !strings.Contains(next.stderr, "break --scopes") {
 			t.Errorf("after a crash mid-write: exit 73 without saying how to recover:\n%s", next.stderr)
 		}
 	default:

@@ -81,7 +81,7 @@ func registryHolds(reg, name string) bool {
 
 // TestScorecardScopeTornRegistry: a live writer holds /w; another program
 // tears or empties the registry while holding its flock. A second writer of
-// /w is never admitted: exit 73 naming the registry and `scope reset`. After
+// /w is never admitted: exit 73 naming the registry and `break --scopes`. After
 // the reset the live holder puts its allocation back by itself, and the
 // second writer gets a conflict naming it.
 func TestScorecardScopeTornRegistry(t *testing.T) {
@@ -103,14 +103,14 @@ func TestScorecardScopeTornRegistry(t *testing.T) {
 			if o.code == 0 {
 				t.Fatalf("a second writer was admitted over a live holder after the registry was %s", tear.name)
 			}
-			if o.code != 73 || !strings.Contains(o.stderr, reg) || !strings.Contains(o.stderr, "scope reset") {
-				t.Fatalf("second writer: exit %d, want 73 naming %s and `scope reset`\nstderr: %s", o.code, reg, o.stderr)
+			if o.code != 73 || !strings.Contains(o.stderr, reg) || !strings.Contains(o.stderr, "break --scopes") {
+				t.Fatalf("second writer: exit %d, want 73 naming %s and `break --scopes`\nstderr: %s", o.code, reg, o.stderr)
 			}
 			if now, _ := os.ReadFile(reg); !bytes.Equal(now, damaged) {
 				t.Fatalf("the damaged registry was rewritten: %q", now)
 			}
-			if _, stderr, code := runWithlock(t, "scope", "reset", "--scope-file", reg); code != 0 {
-				t.Fatalf("scope reset: exit %d\nstderr: %s", code, stderr)
+			if _, stderr, code := runWithlock(t, "break", "--scopes", "--scope-file", reg); code != 0 {
+				t.Fatalf("break --scopes: exit %d\nstderr: %s", code, stderr)
 			}
 			waitFor(t, 15*time.Second, func() bool { return registryHolds(reg, "first") }, "the live holder to put its allocation back")
 			if o := tryWriter(t, reg, w+":write"); o.code != 75 || !strings.Contains(o.stderr, "held by first") {

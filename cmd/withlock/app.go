@@ -31,14 +31,12 @@ func newApp() *cli.Command {
 			c.Hidden, c.HideHelpCommand = false, true
 			c.Usage = "print the shell completion script (bash, zsh or fish)"
 		},
-		Commands:     []*cli.Command{runCommand()},
+		// One file per command.
+		Commands:     []*cli.Command{runCommand(), breakCommand(), gcCommand(), scopeCommand(), statusCommand()},
 		Action:       unknownCommand,
 		OnUsageError: onUsageError,
 		// Only main exits: keep urfave/cli from calling os.Exit.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-	}
-	for _, f := range commandRegistry {
-		app.Commands = append(app.Commands, f())
 	}
 	for _, c := range app.Commands {
 		setupCommand(c)
@@ -49,9 +47,6 @@ func newApp() *cli.Command {
 	return app
 }
 
-// commandRegistry is appended to by the init of each subcommand's file.
-var commandRegistry []func() *cli.Command
-
 // setupCommand applies what every command shares: a usage error is one
 // line, never the whole help; no "help" subcommand, which would take
 // `withlock run h -- cmd` (run id "h") for itself (`withlock help run` and
@@ -60,9 +55,6 @@ func setupCommand(c *cli.Command) {
 	c.HideHelpCommand = true
 	c.OnUsageError = onUsageError
 	c.Before = checkDescriptors
-	for _, sub := range c.Commands {
-		setupCommand(sub)
-	}
 }
 
 // onUsageError makes an error out of urfave/cli's parsing in c one line

@@ -104,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 func TestRunIDNamedLikeHelp(t *testing.T) {
 	dir := t.TempDir()
 	for _, id := range []string{"h", "help"} {
-		if code := Main([]string{"withlock", "run", "--dir", dir, id, "--", "true"}); code != 0 {
+		if code := report(run([]string{"withlock", "run", "--dir", dir, id, "--", "true"})); code != 0 {
 			t.Errorf("withlock run %s -- true: exit %d, want 0", id, code)
 		}
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,28 +44,20 @@ var backends = map[string]func(c *cli.Command, log zerolog.Logger, command strin
 // before the exec (Signals.HandOver), so none is caught here and lost.
 var execBackends = map[string]bool{}
 
-// backendFlag is --backend, shared by run, status and break.
+// backendFlag is --backend, shared by run, status and break; one that
+// names no backend is a usage error (64).
 func backendFlag() cli.Flag {
 	return &cli.StringFlag{Name: "backend", Value: "file", Sources: cli.EnvVars("WITHLOCK_BACKEND"),
-		Usage: "where the lock lives: " + strings.Join(backendNames(), "|")}
+		Usage: "where the lock lives: " + strings.Join(backendNames(), "|"),
+		Validator: func(name string) error {
+			if backends[name] == nil {
+				return fmt.Errorf("want one of %s", strings.Join(backendNames(), ", "))
+			}
+			return nil
+		}}
 }
 
-// knownBackend refuses a --backend that names nothing (exit 64).
-func knownBackend(c *cli.Command) error {
-	if _, ok := backends[c.String("backend")]; !ok {
-		return usageError("--backend %q: want one of %s", c.String("backend"), strings.Join(backendNames(), ", "))
-	}
-	return nil
-}
-
-func backendNames() []string {
-	names := make([]string, 0, len(backends))
-	for n := range backends {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func backendNames() []string { return slices.Sorted(maps.Keys(backends)) }
 
 func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
 	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {

@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/etcdlock"
@@ -104,8 +103,9 @@ func etcdLocker(c *cli.Command, log zerolog.Logger) (*etcdlock.Locker, error) {
 	}, nil
 }
 
-// etcdTLS builds the TLS configuration of the --etcd-* files; nil when none
-// is given (https:// endpoints then use the system's CAs).
+// etcdTLS builds the TLS configuration of the --etcd-* files, as etcdctl
+// does (transport.TLSInfo); nil when none is given (https:// endpoints then
+// use the system's CAs).
 func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile == "" && certFile == "" && keyFile == "" {
 		return nil, nil
@@ -113,23 +113,9 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	if (certFile == "") != (keyFile == "") {
 		return nil, usageError("--etcd-cert and --etcd-key go together")
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, exitWith(exitCantCreate, fmt.Errorf("--etcd-cacert: %w", err))
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, exitWith(exitCantCreate, fmt.Errorf("--etcd-cacert %s: no PEM certificate in it", caFile))
-		}
-	}
-	if certFile != "" {
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, exitWith(exitCantCreate, fmt.Errorf("--etcd-cert %s, --etcd-key %s: %w", certFile, keyFile, err))
-		}
-		cfg.Certificates = []tls.Certificate{pair}
+	cfg, err := transport.TLSInfo{TrustedCAFile: caFile, CertFile: certFile, KeyFile: keyFile}.ClientConfig()
+	if err != nil {
+		return nil, exitWith(exitCantCreate, fmt.Errorf("--etcd-cacert, --etcd-cert, --etcd-key: %w", err))
 	}
 	return cfg, nil
 }
@@ -152,13 +138,7 @@ func etcdStatus(c *cli.Command) error {
 	}
 	st := etcdStatusReport(l, owners, time.Now())
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.Root().Writer)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(st); err != nil {
-			return exitWith(exitCantCreate, err)
-		}
-		return nil
+		return writeJSON(c, st, nil)
 	}
 	writeStatusTable(c.Root().Writer, st)
 	var queued []string
@@ -216,23 +196,11 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 		}
 		st.Locks = append(st.Locks, ls)
 	}
-	st.Semaphores = slotSummary(st.Locks)
-	for i := range st.Semaphores {
-		// A --max semaphore's size is its own key: one read per one listed
-		// (it showed "max 0" and "[slot K]" before).
-		sem := &st.Semaphores[i]
-		if sem.Mode != string(locks.ModeMax) {
-			continue
-		}
-		if max, found, err := l.MaxOf(context.Background(), sem.RunID); err == nil && found {
-			sem.Max = max
-			for j := range st.Locks {
-				if ls := &st.Locks[j]; ls.RunID == sem.RunID && ls.Mode == sem.Mode {
-					ls.Max = max
-				}
-			}
-		}
-	}
+	st.Semaphores = semaphores(st.Locks, func(runID string) (int, bool) {
+		// A --max semaphore's size is its own key: one read per one listed.
+		max, found, err := l.MaxOf(context.Background(), runID)
+		return max, err == nil && found
+	}, nil)
 	return st
 }
 
@@ -288,21 +256,20 @@ func etcdBreak(c *cli.Command, runID string) error {
 	if err != nil {
 		return err
 	}
-	said := false
-	say := func(format string, args ...any) {
-		said = true
-		if !c.Bool("quiet") {
-			fmt.Fprintf(c.Root().Writer, format+"\n", args...)
-		}
+	out := newSayer(c)
+	// Shared holders have no slots in etcd: break RUN_ID breaks them all.
+	max, found, err := l.MaxOf(context.Background(), runID)
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
 	}
-	targets, err := etcdBreakTargets(c, l, runID)
+	targets, err := slotTargets(c, runID, locks.ModeMax, max, max, found)
 	if err != nil {
 		return err
 	}
 	for _, id := range targets {
 		broke, err := l.Break(context.Background(), id)
 		for _, o := range broke {
-			say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
+			out.say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
 		}
 		switch {
 		case errors.Is(err, etcdlock.ErrNotHeld):
@@ -310,32 +277,8 @@ func etcdBreak(c *cli.Command, runID string) error {
 			return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(id), err))
 		}
 	}
-	if !said {
-		say("no lock for run %q", runID)
+	if !out.said {
+		out.say("no lock for run %q", runID)
 	}
 	return nil
-}
-
-// etcdBreakTargets is what `break --backend etcd RUN_ID` revokes: RUN_ID's
-// own lock and the slots of its semaphore, or with --slot K that slot.
-func etcdBreakTargets(c *cli.Command, l *etcdlock.Locker, runID string) ([]string, error) {
-	max, found, err := l.MaxOf(context.Background(), runID)
-	if err != nil {
-		return nil, exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
-	}
-	if !c.IsSet("slot") {
-		targets := []string{runID}
-		for k := 0; found && k < max; k++ {
-			targets = append(targets, locks.SlotRunID(runID, locks.ModeMax, k))
-		}
-		return targets, nil
-	}
-	k := c.Int("slot")
-	switch {
-	case !found:
-		return nil, usageError("break --slot %d: run %q has no slots in etcd (it was never run with --max; shared holders have none: break %q breaks them all)", k, runID, runID)
-	case k < 0 || k >= max:
-		return nil, usageError("break --slot %d: run %q has slots 0…%d (--max %d)", k, runID, max-1, max)
-	}
-	return []string{locks.SlotRunID(runID, locks.ModeMax, k)}, nil
 }

@@ -48,7 +48,13 @@ func execEtcdBinary() error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	restoreInheritedSignals()
+	// Exec resets caught signals to their default, so a HUP or INT that
+	// withlock inherited as ignored (nohup), and that the supervisor
+	// subscribed to, would reach withlock-etcd as default; Reset puts the
+	// inherited ignore back. (For other signals Go does not keep an
+	// inherited ignore even in a direct run, so withlock-etcd sees what
+	// withlock saw.)
+	signal.Reset()
 	argv := append([]string{path}, os.Args[1:]...)
 	// childEnv drops an inherited marker: getenv reads the first of two,
 	// and an empty one would let a mis-built withlock-etcd exec itself.
@@ -74,14 +80,4 @@ func findEtcdBinary() (string, error) {
 	}
 	return "", fmt.Errorf("--backend etcd needs %s, which is not installed %s (build it with: go build -tags etcd -o %s ./cmd/withlock)",
 		etcdBinaryName, where, etcdBinaryName)
-}
-
-// restoreInheritedSignals undoes this process's signal subscriptions before
-// exec. Exec resets caught signals to their default, so a HUP or INT that
-// withlock inherited as ignored (nohup), and that the supervisor subscribed
-// to, would reach withlock-etcd as default; Reset puts the inherited ignore
-// back. (For other signals Go does not keep an inherited ignore even in a
-// direct run, so withlock-etcd sees what withlock saw.)
-func restoreInheritedSignals() {
-	signal.Reset()
 }

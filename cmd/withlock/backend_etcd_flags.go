@@ -33,24 +33,15 @@ const (
 // withlock-etcd.
 func etcdFlags() []cli.Flag {
 	hidden := execBackends["etcd"]
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "endpoints", Sources: cli.EnvVars("WITHLOCK_ETCD_ENDPOINTS"),
+	return []cli.Flag{
+		&cli.StringFlag{Name: "endpoints", Sources: cli.EnvVars("WITHLOCK_ETCD_ENDPOINTS"), Hidden: hidden,
 			Usage: "etcd endpoints, comma-separated `URLS` (--backend etcd; user and password from $" + etcdUsernameEnv + ", $" + etcdPasswordEnv + ")"},
-		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", Sources: cli.EnvVars("WITHLOCK_ETCD_PREFIX"),
+		&cli.StringFlag{Name: "etcd-prefix", Value: "/withlock/run/", Sources: cli.EnvVars("WITHLOCK_ETCD_PREFIX"), Hidden: hidden,
 			Usage: "etcd key prefix: the lock of RUN_ID is the concurrency mutex <prefix><RUN_ID>, as with etcdctl lock"},
-		&cli.StringFlag{Name: "etcd-cacert", Sources: cli.EnvVars("WITHLOCK_ETCD_CACERT"), Usage: "`FILE` of CA certificates for etcd's TLS"},
-		&cli.StringFlag{Name: "etcd-cert", Sources: cli.EnvVars("WITHLOCK_ETCD_CERT"), Usage: "client certificate `FILE` for etcd's TLS"},
-		&cli.StringFlag{Name: "etcd-key", Sources: cli.EnvVars("WITHLOCK_ETCD_KEY"), Usage: "client key `FILE` for etcd's TLS"},
-		withEnv(durationFlag("etcd-dial-timeout", 5*time.Second,
-			"bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"), "WITHLOCK_ETCD_DIAL_TIMEOUT"),
+		&cli.StringFlag{Name: "etcd-cacert", Sources: cli.EnvVars("WITHLOCK_ETCD_CACERT"), Hidden: hidden, Usage: "`FILE` of CA certificates for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-cert", Sources: cli.EnvVars("WITHLOCK_ETCD_CERT"), Hidden: hidden, Usage: "client certificate `FILE` for etcd's TLS"},
+		&cli.StringFlag{Name: "etcd-key", Sources: cli.EnvVars("WITHLOCK_ETCD_KEY"), Hidden: hidden, Usage: "client key `FILE` for etcd's TLS"},
+		&durFlag{Name: "etcd-dial-timeout", Value: 5 * time.Second, Sources: cli.EnvVars("WITHLOCK_ETCD_DIAL_TIMEOUT"), Hidden: hidden,
+			Usage: "bound of each attempt to reach etcd; an unreachable cluster is retried within --wait (at least this long), then exit 73"},
 	}
-	for _, f := range flags {
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			f.Hidden = hidden
-		case *durFlag:
-			f.Hidden = hidden
-		}
-	}
-	return flags
 }

@@ -222,8 +222,8 @@ func TestEtcdFlagErrors(t *testing.T) {
 	for _, env := range []string{"WITHLOCK_ETCD_ENDPOINTS", "WITHLOCK_ETCD_USERNAME", "WITHLOCK_ETCD_PASSWORD", "WITHLOCK_BACKEND"} {
 		t.Setenv(env, "")
 	}
-	run := func(args ...string) int {
-		return Main(append([]string{"withlock", "run", "--backend", "etcd"}, append(args, "job", "--", "false")...))
+	runEtcd := func(args ...string) int {
+		return report(run(append([]string{"withlock", "run", "--backend", "etcd"}, append(args, "job", "--", "false")...)))
 	}
 	cases := []struct {
 		name string
@@ -242,7 +242,7 @@ func TestEtcdFlagErrors(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			if got := run(c.args...); got != c.want {
+			if got := runEtcd(c.args...); got != c.want {
 				t.Errorf("exit %d; want %d", got, c.want)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -12,9 +13,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 )
-
-func init() { commandRegistry = append(commandRegistry, breakCommand) }
 
 // defaultBreakGrace outlasts the holder's own default teardown grace (10s),
 // so a holder that tears its child down TERM → KILL has time to release.
@@ -27,49 +27,42 @@ func breakCommand() *cli.Command {
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
 		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
 		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
+		&cli.BoolFlag{Name: "scopes", Usage: "instead of a run lock: move a corrupt scope registry aside (scope.lock.corrupt.<ts>)"},
+		scopeFileFlag(),
 		backendFlag(),
 	}
 	flags = append(flags, etcdFlags()...)
 	return &cli.Command{
 		Name:      "break",
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
-		ArgsUsage: "RUN_ID",
-		Description: `Moves the lock of RUN_ID aside, under the same guard as every acquire and
-release, never over an earlier stale file. The fencing counter stays, so
-the next holder gets a larger token than the broken one.
-
-Without --force only a stale lock is moved (holder dead or its pid reused,
-expired, corrupt). A holder alive on this host, on another host (its
-liveness cannot be known before the lock expires), or a lock file still
-being written is refused with exit 75. --signal sends TERM to a live holder
-on this host (withlock itself, which tears its command down and releases),
-waits up to --grace, and breaks the lock if that same holder still has it.
-
-For a semaphore or shared lock (run --max / --shared) it breaks every slot
-of RUN_ID, each by the same rules, or with --slot K only that slot (status
-shows the slots).
-
-Exits 0 when the lock was moved, released after --signal, or there was
-none; 75 when refused; 73 when the lock could not be read or moved.
+		ArgsUsage: "RUN_ID | --scopes",
+		Description: `Moves the lock of RUN_ID aside, never over an earlier stale file; the
+fencing counter stays. Without --force only a stale lock; --signal asks a
+live holder on this host to stop first. For a semaphore or shared lock
+every slot, or with --slot K one. With --scopes it moves a corrupt scope
+registry aside instead (live holders put their allocations back). Exits 0
+moved, released or none; 75 refused; 73 could not read or move. Details:
+withlock(1).
 
 Examples:
    withlock break nightly-backup
    withlock break --signal --grace 30s r-42
    withlock break --force r-42     # holder alive or on another host: you decide
-   withlock break --slot 2 builds  # one slot of run --max N builds`,
+   withlock break --slot 2 builds  # one slot of run --max N builds
+   withlock break --scopes         # a corrupt scope registry`,
 		Flags:  append(flags, logFlags()...),
 		Action: breakAction,
 	}
 }
 
 func breakAction(_ context.Context, c *cli.Command) error {
+	if c.Bool("scopes") {
+		return breakScopes(c)
+	}
 	if c.NArg() != 1 || c.Args().First() == "" {
-		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID)")
+		return usageError("break: want exactly one RUN_ID (usage: withlock break [flags] RUN_ID, or withlock break --scopes)")
 	}
 	runID := c.Args().First()
-	if err := knownBackend(c); err != nil {
-		return err
-	}
 	if c.String("backend") == "etcd" {
 		return etcdBreak(c, runID)
 	}
@@ -77,37 +70,69 @@ func breakAction(_ context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("grace") < 0 {
-		return usageError("--grace %v: must not be negative", c.Duration("grace"))
-	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
 	locker.Log = log
-	said := false
-	say := func(format string, args ...any) {
-		said = true
-		if !c.Bool("quiet") {
-			fmt.Printf(format+"\n", args...)
-		}
-	}
+	out := newSayer(c)
 
-	targets, err := breakTargets(c, locker, runID)
+	mode, max, slots, found, err := locker.SlotsOf(runID)
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
+	}
+	targets, err := slotTargets(c, runID, mode, max, slots, found)
 	if err != nil {
 		return err
 	}
 	var first error
 	for _, id := range targets {
 		// A semaphore's free slots are not worth a line each.
-		if err := breakOne(c, locker, id, say, len(targets) > 1); err != nil && first == nil {
+		if err := breakOne(c, locker, id, out.say, len(targets) > 1); err != nil && first == nil {
 			first = err
 		}
 	}
-	if first == nil && !said {
-		say("no lock for run %q", runID)
+	if first == nil && !out.said {
+		out.say("no lock for run %q", runID)
 	}
 	return first
+}
+
+// sayer prints break's lines on stdout (none with -q) and remembers
+// whether there was one.
+type sayer struct {
+	w           io.Writer
+	quiet, said bool
+}
+
+func newSayer(c *cli.Command) *sayer { return &sayer{w: c.Root().Writer, quiet: c.Bool("quiet")} }
+
+func (s *sayer) say(format string, args ...any) {
+	s.said = true
+	if !s.quiet {
+		fmt.Fprintf(s.w, format+"\n", args...)
+	}
+}
+
+// breakScopes is `withlock break --scopes`: a corrupt scope registry is
+// moved aside (scope.Registry.Reset).
+func breakScopes(c *cli.Command) error {
+	if c.NArg() > 0 {
+		return usageError("break --scopes: takes no RUN_ID (got %q)", c.Args().Slice())
+	}
+	path := scope.FilePath(c.String("scope-file"), os.Getenv)
+	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
+	out := newSayer(c)
+	for _, to := range moved {
+		out.say("moved aside to %s", to)
+	}
+	if err != nil {
+		return exitWith(exitCantCreate, fmt.Errorf("break --scopes: %w", err))
+	}
+	if len(moved) == 0 {
+		out.say("%s loads; nothing to move aside", path)
+	}
+	return nil
 }
 
 // breakOne breaks the lock of id (a run id or a slot's derived id);

@@ -78,14 +78,3 @@ func (v *durValue) Set(s string) error {
 func durationFlag(name string, def time.Duration, usage string) *durFlag {
 	return &durFlag{Name: name, Value: def, Usage: usage}
 }
-
-// daysFlag is durationFlag that also takes days (gc --older-than).
-func daysFlag(name string, def time.Duration, usage string) *durFlag {
-	return &durFlag{Name: name, Value: def, Usage: usage, Config: durOpts{days: true}}
-}
-
-// withEnv is f also read from the environment variables env.
-func withEnv(f *durFlag, env ...string) *durFlag {
-	f.Sources = cli.EnvVars(env...)
-	return f
-}

@@ -84,12 +84,3 @@ func statusOf(err error) (int, string) {
 	}
 	return exitUsage, err.Error()
 }
-
-// signalOf is the signal err asks main to die of, or 0.
-func signalOf(err error) syscall.Signal {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.sig
-	}
-	return 0
-}

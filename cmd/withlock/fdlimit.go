@@ -27,6 +27,3 @@ func checkDescriptors(ctx context.Context, c *cli.Command) (context.Context, err
 	}
 	return ctx, nil
 }
-
-// freeReserve hands the reserved descriptors back for the release.
-func freeReserve() { locks.FreeReserve() }

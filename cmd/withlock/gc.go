@@ -11,21 +11,15 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-func init() { commandRegistry = append(commandRegistry, gcCommand) }
-
 func gcCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gc",
 		Usage: "remove old moved-aside locks (*.stale.*) and temp files (*.tmp.*)",
-		Description: `Removes, from the lock directory, locks moved aside by reclaim or break
-(*.stale.<ts>: their age is the time in the name) and temp files left by
-writers (*.tmp.*: their age is their modification time) older than
---older-than, and prints each one (with --dry-run: what it would remove).
-Lock, guard and fence files are never touched; temp files younger than a
-minute are always left to their writer.
-
-Exits 0 when every file due was removed, 73 when the directory could not be
-read or a removal failed.
+		Description: `Removes moved-aside locks (*.stale.<ts>, aged by the time in the name)
+and writers' temp files (*.tmp.*, younger than a minute never) older than
+--older-than, one line each. Lock, guard and fence files are never
+touched. Exits 0, or 73 when the directory could not be read or a removal
+failed.
 
 Examples:
    withlock gc
@@ -34,7 +28,7 @@ Examples:
    @weekly withlock gc -q`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: dirUsage},
-			daysFlag("older-than", locks.DefaultGCAge, "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"),
+			&durFlag{Name: "older-than", Value: locks.DefaultGCAge, Config: durOpts{days: true}, Usage: "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing (errors still print)"},
 		},
@@ -47,9 +41,6 @@ func gcAction(_ context.Context, c *cli.Command) error {
 		return usageError("gc: takes no arguments (got %q)", c.Args().Slice())
 	}
 	olderThan := c.Duration("older-than")
-	if olderThan < 0 {
-		return usageError("--older-than %v: must not be negative", olderThan)
-	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)

@@ -5,35 +5,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/withlock/withlock/supervisor"
 )
 
-func main() {
-	code, sig := run(os.Args)
-	if sig != 0 {
-		dieOf(sig) // returns only if the signal did not end us
-	}
-	os.Exit(code)
-}
+func main() { exitNow(run(os.Args)) }
 
-// Main runs the command line and returns the exit status. It is the only
-// caller of os.Exit's value, so every deferred release inside a command
-// runs before the process ends.
-func Main(args []string) int {
-	code, _ := run(args)
-	return code
-}
-
-// run runs the command line and returns the exit status and the signal,
-// if any, that withlock should die of instead (SIGINT, SIGQUIT: see
-// signalStatus). The context carries args as typed (childArgv).
-func run(args []string) (int, syscall.Signal) {
-	err := newApp().Run(context.WithValue(context.Background(), argsKey{}, args), args)
-	return report(err), signalOf(err)
+// run runs the command line; the context carries args as typed
+// (childArgv). Only main (exitNow) turns its error into an exit, so every
+// deferred release inside a command runs before the process ends.
+func run(args []string) error {
+	return newApp().Run(context.WithValue(context.Background(), argsKey{}, args), args)
 }
 
 // subscribeSignals returns the subscription to the signals the supervisor
@@ -44,13 +29,15 @@ func run(args []string) (int, syscall.Signal) {
 // is never stopped: the process exits after the run.
 func subscribeSignals() *supervisor.Signals { return supervisor.NotifyAsync() }
 
-// exitNow ends the process with err's status, as main does with what run
-// returns: for a release that never finishes (releaseBounded), which must
-// not keep the process alive.
+// exitNow ends the process with err's status: for main, and for a release
+// that never finishes (releaseBounded), which must not keep the process
+// alive. For SIGINT and SIGQUIT withlock dies of the signal (see
+// signalStatus); dieOf returns only if that did not end it.
 func exitNow(err error) {
 	code := report(err)
-	if sig := signalOf(err); sig != 0 {
-		dieOf(sig)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.sig != 0 {
+		dieOf(ee.sig)
 	}
 	os.Exit(code)
 }

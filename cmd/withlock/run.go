@@ -91,11 +91,8 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.Bool("quiet") {
 		line.tty = false // -q: nothing on stderr unless something is wrong
 	}
-	log, err := newLoggerTo(c, line.Writer())
+	log, err := newLoggerTo(c, line)
 	if err != nil {
-		return err
-	}
-	if err := knownBackend(c); err != nil {
 		return err
 	}
 	if err := checkSlotFlags(c); err != nil {
@@ -337,7 +334,7 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbe
 	})
 	err := lock.Release()
 	if locks.OutOfDescriptors(err) {
-		freeReserve()
+		locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
 		err = lock.Release()
 	}
 	bound.Stop()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,14 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
-	"github.com/withlock/withlock/supervisor"
 )
-
-func init() { commandRegistry = append(commandRegistry, scopeCommand) }
-
-func scopeFileFlag() cli.Flag {
-	return &cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage}
-}
 
 func scopeCommand() *cli.Command {
 	flags := []cli.Flag{
@@ -37,24 +29,18 @@ func scopeCommand() *cli.Command {
 		Name:      "scope",
 		Usage:     "hold path scopes in your per-user registry while COMMAND runs",
 		ArgsUsage: "[--] COMMAND [ARGS...]",
-		Description: `Registers the --allow scopes for the command's lifetime and refuses to
-start (exit 75, naming every competitor) when another live holder already
-writes into an overlapping path. A non-recursive scope covers PATH and its
-direct entries, a recursive one the whole subtree; read scopes never
-conflict. With --delegate-from (default $WITHLOCK_SCOPE_NAME, set for every
-scoped child) the scopes are taken out of a parent's, which must hold them.
-The child gets WITHLOCK_SCOPE_NAME and WITHLOCK_SCOPE_FILE. Exit 64 for a
+		Description: `Registers the --allow scopes while COMMAND runs; refuses (75, naming every
+competitor) a write scope that overlaps another live holder's. Nested in a
+scoped command it delegates from it ($WITHLOCK_SCOPE_NAME). Exit 64 for a
 malformed scope, an unknown parent or a duplicate name; 73 when the registry
-is unusable (corrupt: see "withlock scope reset").
+is unusable (corrupt: see "withlock break --scopes"). Details: withlock(1).
 
 Examples:
    withlock scope --allow /project/src:write:recursive -- make
    withlock scope --allow /project/src/core:write:recursive -- tool   (inside the first: delegated)
-   withlock scope status`,
-		Flags:    flags,
-		Action:   scopeAction,
-		Commands: []*cli.Command{scopeStatusCommand(), scopeResetCommand()},
-
+   withlock status --scopes`,
+		Flags:        flags,
+		Action:       scopeAction,
 		StopOnNthArg: new(1), // its first word that is not a flag starts COMMAND (SPEC §1)
 	}
 }
@@ -117,10 +103,9 @@ func scopeRequest(c *cli.Command) (scope.Request, error) {
 
 // scopeFailure maps a refused or failed registration to its exit status.
 func scopeFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, err error) error {
-	var sig signalled
 	switch {
-	case errors.As(err, &sig):
-		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+	case errors.As(err, new(signalled)):
+		return acquireFailure(c, log, opts, "", err) // dies of INT and QUIT, as run does (SPEC §2)
 	case errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Msg(err.Error())
@@ -138,7 +123,7 @@ type scopeBackend struct {
 	file *scope.Registry
 	req  scope.Request
 	log  zerolog.Logger
-	// beforeWait is called before each pause: the signal subscription
+	// beforeWait is called before each pause (required): the signal subscription
 	// must be in place before a wait blocks (supervisor.NotifyAsync).
 	beforeWait func()
 }
@@ -161,9 +146,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 		if !retryable || (wait >= 0 && left <= 0) {
 			return nil, err
 		}
-		if b.beforeWait != nil {
-			b.beforeWait()
-		}
+		b.beforeWait()
 		sleep := pause/2 + rand.N(pause/2+1)
 		if wait >= 0 {
 			sleep = min(sleep, left)
@@ -246,93 +229,4 @@ func (h *scopeHold) Release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	return h.file.Release(ctx, h.alloc.Name, h.alloc.PID)
-}
-
-func scopeStatusCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "status",
-		Usage: "print the scope registry as a delegation tree",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON document: {file, allocations: [{name, pid, alive, allow, deny, effective, children}]}"},
-			scopeFileFlag(),
-		},
-		Action: scopeStatusAction,
-	}
-}
-
-func scopeStatusAction(_ context.Context, c *cli.Command) error {
-	if err := notScopeRun(c); err != nil {
-		return err
-	}
-	st := &statusReport{Errors: []string{}}
-	ss := gatherScopes(scope.FilePath(c.String("scope-file"), os.Getenv), st)
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(ss); err != nil {
-			return exitWith(exitCantCreate, err)
-		}
-	} else if len(ss.Allocations) == 0 {
-		fmt.Fprintf(os.Stdout, "no scope allocations in %s\n", ss.File)
-	} else {
-		fmt.Fprintf(os.Stdout, "scopes (%s):\n", ss.File)
-		t := newTable("NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
-		for _, n := range ss.Allocations {
-			scopeRows(t, n, "")
-		}
-		t.write(os.Stdout)
-	}
-	if len(st.Errors) > 0 {
-		return exitWith(exitCantCreate, fmt.Errorf("scope status: %s", st.Errors[0]))
-	}
-	return nil
-}
-
-func scopeResetCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "reset",
-		Usage: "move a corrupt scope registry aside (scope.lock.corrupt.<ts>)",
-		Description: `A registry that does not parse and is not provably a rewrite of withlock's
-cut short (torn or emptied by another writer) stops every scoped start
-(exit 73). This moves it, and its backup if any, aside, never over an
-earlier one, under the registry's flock. A registry that loads is left
-alone. Live withlock holders put their allocations back within a few
-seconds; holders of other programs recorded in the moved file are
-forgotten: check them first.`,
-		Flags:  []cli.Flag{scopeFileFlag()},
-		Action: scopeResetAction,
-	}
-}
-
-func scopeResetAction(_ context.Context, c *cli.Command) error {
-	if err := notScopeRun(c); err != nil {
-		return err
-	}
-	path := scope.FilePath(c.String("scope-file"), os.Getenv)
-	moved, err := (&scope.Registry{Path: path}).Reset(context.Background())
-	for _, to := range moved {
-		fmt.Fprintf(os.Stdout, "moved aside to %s\n", to)
-	}
-	if err != nil {
-		return exitWith(exitCantCreate, fmt.Errorf("scope reset: %w", err))
-	}
-	if len(moved) == 0 {
-		fmt.Fprintf(os.Stdout, "%s loads; nothing to reset\n", path)
-	}
-	return nil
-}
-
-// notScopeRun refuses `withlock scope --allow X -- status`: the flag
-// parser drops "--", so a COMMAND named like a subcommand lands here.
-func notScopeRun(c *cli.Command) error {
-	lineage := c.Lineage()
-	if len(lineage) < 2 {
-		return nil
-	}
-	for _, f := range []string{"allow", "name", "socket"} {
-		if lineage[1].IsSet(f) {
-			return usageError("scope: %q is a scope subcommand; to run a COMMAND of that name give its path (./%s)", c.Name, c.Name)
-		}
-	}
-	return nil
 }

@@ -19,9 +19,6 @@ func semFlags() []cli.Flag {
 
 // checkSlotFlags refuses --max and --shared where they cannot work (exit 64).
 func checkSlotFlags(c *cli.Command) error {
-	if !c.IsSet("max") && !c.Bool("shared") {
-		return nil
-	}
 	switch {
 	case c.IsSet("max") && c.Bool("shared"):
 		return usageError("run: --max and --shared exclude each other")

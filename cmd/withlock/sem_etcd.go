@@ -22,52 +22,38 @@ func (b etcdSlotBackend) Acquire(ctx context.Context, runID string, wait time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &etcdSlotLock{Lock: lock, base: runID, slot: slot, max: b.max}, nil
-}
-
-// etcdSlotLock tells the child the run id it named and its slot.
-type etcdSlotLock struct {
-	*etcdlock.Lock
-	base      string
-	slot, max int
-}
-
-func (l *etcdSlotLock) Env() []string {
-	env := l.Lock.Env()
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
-			env[i] = "WITHLOCK_RUN_ID=" + l.base
-		}
-	}
-	return append(env, "WITHLOCK_SLOT="+strconv.Itoa(l.slot), "WITHLOCK_MAX="+strconv.Itoa(l.max))
+	return &etcdUserLock{lock, runID, []string{"WITHLOCK_SLOT=" + strconv.Itoa(slot), "WITHLOCK_MAX=" + strconv.Itoa(b.max)}}, nil
 }
 
 // etcdSharedBackend takes a run id shared (run --shared) in etcd.
 type etcdSharedBackend struct{ l *etcdlock.Locker }
 
+// Acquire tells the child it holds the run id shared, as the file
+// backend's shared holders are told (WITHLOCK_SHARED=1). There is no
+// WITHLOCK_SLOT: etcd's shared holders are keys of the run id's own mutex,
+// not numbered slots.
 func (b etcdSharedBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
 	lock, err := b.l.AcquireShared(ctx, runID, wait)
 	if err != nil {
 		return nil, err
 	}
-	return &etcdSharedLock{Lock: lock, base: runID}, nil
+	return &etcdUserLock{lock, runID, []string{"WITHLOCK_SHARED=1"}}, nil
 }
 
-// etcdSharedLock tells the child it holds the run id shared, as the file
-// backend's shared holders are told (WITHLOCK_SHARED=1). There is no
-// WITHLOCK_SLOT: etcd's shared holders are keys of the run id's own mutex,
-// not numbered slots.
-type etcdSharedLock struct {
+// etcdUserLock tells the child the run id it named (not the slot's key)
+// and what it holds of it (env).
+type etcdUserLock struct {
 	*etcdlock.Lock
-	base string
+	runID string
+	env   []string
 }
 
-func (l *etcdSharedLock) Env() []string {
+func (l *etcdUserLock) Env() []string {
 	env := l.Lock.Env()
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
-			env[i] = "WITHLOCK_RUN_ID=" + l.base
+			env[i] = "WITHLOCK_RUN_ID=" + l.runID
 		}
 	}
-	return append(env, "WITHLOCK_SHARED=1")
+	return append(env, l.env...)
 }

@@ -49,39 +49,46 @@ func markSlot(ls *lockStatus) {
 	}
 }
 
-// gatherSemaphores sums up, per run id with slots among st.Locks, its mode,
-// holders and waiters.
-func gatherSemaphores(locker *locks.RunLocker, st *statusReport) []semStatus {
-	var out []semStatus
+// semaphores sums up, per run id with slots among ls, its mode and its
+// holders; sizeOf gives a --max semaphore's size, waitersOf how many wait
+// (nil: not known here). Each slot in ls learns its semaphore's size.
+func semaphores(ls []lockStatus, sizeOf func(runID string) (int, bool), waitersOf func(runID string) (int, bool)) []semStatus {
+	out := []semStatus{}
 	index := map[string]int{}
-	for _, l := range st.Locks {
+	for i := range ls {
+		l := &ls[i]
 		if l.Slot < 0 {
 			continue
 		}
-		i, seen := index[l.RunID]
+		k, seen := index[l.RunID]
 		if !seen {
 			s := semStatus{RunID: l.RunID, Mode: l.Mode}
-			if mode, max, _, found, err := locker.SlotsOf(l.RunID); err == nil && found && string(mode) == l.Mode {
-				s.Max = max
+			if l.Mode == string(locks.ModeMax) {
+				if max, ok := sizeOf(l.RunID); ok {
+					s.Max = max
+				}
 			}
-			s.Waiters, s.WaitersKnown = locker.WaitersOf(l.RunID)
-			i = len(out)
-			index[l.RunID] = i
+			if waitersOf != nil {
+				s.Waiters, s.WaitersKnown = waitersOf(l.RunID)
+			}
+			k = len(out)
+			index[l.RunID] = k
 			out = append(out, s)
 		}
+		l.Max = out[k].Max
 		if l.State == "held" || l.State == "torn" {
-			out[i].Holders++
+			out[k].Holders++
 		}
-	}
-	for i := range st.Locks {
-		if l := &st.Locks[i]; l.Slot >= 0 && l.Mode == "max" {
-			l.Max = out[index[l.RunID]].Max
-		}
-	}
-	if out == nil {
-		out = []semStatus{}
 	}
 	return out
+}
+
+// fileSemaphores is semaphores for the file backend's st.Locks.
+func fileSemaphores(locker *locks.RunLocker, st *statusReport) []semStatus {
+	return semaphores(st.Locks, func(runID string) (int, bool) {
+		mode, max, _, found, err := locker.SlotsOf(runID)
+		return max, err == nil && found && mode == locks.ModeMax
+	}, locker.WaitersOf)
 }
 
 // slotLabel is how the table names a lock: the run id, and its slot.
@@ -102,7 +109,7 @@ func writeSemaphoreTable(w io.Writer, sems []semStatus) {
 		return
 	}
 	fmt.Fprintf(w, "\nsemaphores and shared locks (%d):\n", len(sems))
-	t := newTable("  RUN ID", "MODE", "HOLDERS", "WAITERS")
+	t := newTable(w, "  RUN ID", "MODE", "HOLDERS", "WAITERS")
 	for _, s := range sems {
 		mode := "shared"
 		if s.Mode == "max" {
@@ -114,7 +121,7 @@ func writeSemaphoreTable(w io.Writer, sems []semStatus) {
 		}
 		t.row("  "+s.RunID, mode, strconv.Itoa(s.Holders), waiters)
 	}
-	t.write(w)
+	t.Flush()
 }
 
 // slotName is how messages name a run id that may be a slot's:
@@ -138,13 +145,10 @@ func slotText(msg, id string) string {
 	return strings.ReplaceAll(msg, "run "+strconv.Quote(id), slotName(id))
 }
 
-// breakTargets is what `break RUN_ID` moves: RUN_ID's own lock and, for a
-// semaphore or shared lock, every slot; with --slot K only that slot.
-func breakTargets(c *cli.Command, locker *locks.RunLocker, runID string) ([]string, error) {
-	mode, max, slots, found, err := locker.SlotsOf(runID)
-	if err != nil {
-		return nil, exitWith(exitCantCreate, fmt.Errorf("break %q: %w", runID, err))
-	}
+// slotTargets is what `break RUN_ID` moves: RUN_ID's own lock and, for a
+// semaphore or shared lock (found: mode, max, slots), every slot; with
+// --slot K only that slot.
+func slotTargets(c *cli.Command, runID string, mode locks.SemMode, max, slots int, found bool) ([]string, error) {
 	if !c.IsSet("slot") {
 		targets := []string{runID}
 		for k := 0; found && k < slots; k++ {
@@ -155,45 +159,19 @@ func breakTargets(c *cli.Command, locker *locks.RunLocker, runID string) ([]stri
 	k := c.Int("slot")
 	switch {
 	case !found:
-		return nil, usageError("break --slot %d: run %q has no slots (it was never run with --max or --shared)", k, runID)
+		return nil, usageError("break --slot %d: run %q has no slots (run --max makes them, and --shared on the file backend)", k, runID)
 	case k < 0 || k >= slots:
-		return nil, usageError("break --slot %d: run %q has slots 0…%d (%s)", k, runID, slots-1, modeText(mode, max))
+		how := "--shared"
+		if mode == locks.ModeMax {
+			how = "--max " + strconv.Itoa(max)
+		}
+		return nil, usageError("break --slot %d: run %q has slots 0…%d (%s)", k, runID, slots-1, how)
 	}
 	return []string{locks.SlotRunID(runID, mode, k)}, nil
-}
-
-func modeText(mode locks.SemMode, max int) string {
-	if mode == locks.ModeShared {
-		return "--shared"
-	}
-	return "--max " + strconv.Itoa(max)
 }
 
 // baseRunID is the run id the user named, for a slot's derived id too.
 func baseRunID(id string) string {
 	base, _, _, _ := locks.ParseSlotRunID(id)
 	return base
-}
-
-// slotSummary sums the slot holders among ls up per run id, for a backend
-// that keeps no size or waiter count of its own (etcd): max 0 and
-// waiters unknown.
-func slotSummary(ls []lockStatus) []semStatus {
-	out := []semStatus{}
-	index := map[string]int{}
-	for _, l := range ls {
-		if l.Slot < 0 {
-			continue
-		}
-		i, seen := index[l.RunID]
-		if !seen {
-			i = len(out)
-			index[l.RunID] = i
-			out = append(out, semStatus{RunID: l.RunID, Mode: l.Mode})
-		}
-		if l.State == "held" {
-			out[i].Holders++
-		}
-	}
-	return out
 }

@@ -17,35 +17,27 @@ import (
 	"github.com/withlock/withlock/locks/scope"
 )
 
-func init() { commandRegistry = append(commandRegistry, statusCommand) }
-
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "show who holds which lock, alive or stale, and what waits for gc",
 		ArgsUsage: "[RUN_ID...]",
-		Description: `Lists every run lock in the lock directory — run id, holder pid, host,
-whether the holder is alive (dead, or unknown when it runs on another host),
-its command, when it took the lock, when the lock expires unless renewed,
-its fencing token, why it is stale if it is — then the moved-aside and temp
-files waiting for gc, then the scope registry as a delegation tree with each
-holder's effective write scope. With RUN_IDs, only those run locks (a run id
-without a lock shows as free), read by their names without listing the
-directory: the files waiting for gc and the scopes are then left out
-(status without RUN_IDs and gc list them). Nothing is changed.
-
-Exits 0 when everything could be read, 73 when something could not (lock
-directory unreadable or unsafe, a lock file that cannot be opened, a
-corrupt scope registry): what could be read is still shown.
+		Description: `Lists every run lock (holder, liveness, age, expiry, fencing token, why it
+is stale), the files waiting for gc, and the scope registry's delegation
+tree; with RUN_IDs only those locks, with --scopes only the registry.
+Nothing is changed. Exits 0, or 73 when something could not be read (what
+could is still shown). Details: withlock(1).
 
 Examples:
    withlock status
    withlock status nightly-backup
+   withlock status --scopes
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
 			&cli.StringFlag{Name: "dir", Usage: dirUsage},
-			&cli.StringFlag{Name: "scope-file", Usage: scopeFileUsage},
+			&cli.BoolFlag{Name: "scopes", Usage: "show only the scope registry, as a delegation tree"},
+			scopeFileFlag(),
 			backendFlag(),
 		}, etcdFlags()...),
 		Action: statusAction,
@@ -53,8 +45,8 @@ Examples:
 }
 
 func statusAction(_ context.Context, c *cli.Command) error {
-	if err := knownBackend(c); err != nil {
-		return err
+	if c.Bool("scopes") {
+		return statusScopes(c)
 	}
 	if c.String("backend") == "etcd" {
 		return etcdStatus(c)
@@ -63,25 +55,54 @@ func statusAction(_ context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	runIDs := c.Args().Slice()
-	st := gatherStatus(locker, runIDs, scope.FilePath(c.String("scope-file"), os.Getenv))
+	st := gatherStatus(locker, c.Args().Slice(), scope.FilePath(c.String("scope-file"), os.Getenv))
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(st); err != nil {
-			return exitWith(exitCantCreate, err)
-		}
-	} else {
-		writeStatusTable(os.Stdout, st)
+		return writeJSON(c, st, st.Errors)
 	}
-	if len(st.Errors) == 0 {
-		return nil
+	writeStatusTable(c.Root().Writer, st)
+	return statusErrors(st.Errors)
+}
+
+// statusScopes is `withlock status --scopes`: the scope registry alone, as
+// a delegation tree or, with --json, {file, allocations}.
+func statusScopes(c *cli.Command) error {
+	if c.NArg() > 0 {
+		return usageError("status --scopes: takes no RUN_ID (got %q)", c.Args().Slice())
 	}
-	for _, e := range st.Errors {
+	st := &statusReport{Errors: []string{}}
+	ss := gatherScopes(scope.FilePath(c.String("scope-file"), os.Getenv), st)
+	switch {
+	case c.Bool("json"):
+		return writeJSON(c, ss, st.Errors)
+	case len(ss.Allocations) == 0:
+		fmt.Fprintf(c.Root().Writer, "no scope allocations in %s\n", ss.File)
+	default:
+		writeScopeTable(c.Root().Writer, ss, "")
+	}
+	return statusErrors(st.Errors)
+}
+
+// writeJSON prints v as status --json does, then reports errs.
+func writeJSON(c *cli.Command, v any, errs []string) error {
+	enc := json.NewEncoder(c.Root().Writer)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return exitWith(exitCantCreate, err)
+	}
+	return statusErrors(errs)
+}
+
+// statusErrors prints what status could not read, one line each, and
+// exits 73 if there was anything.
+func statusErrors(errs []string) error {
+	for _, e := range errs {
 		fmt.Fprintln(os.Stderr, "withlock: status: "+e)
 	}
-	return silentExit(exitCantCreate)
+	if len(errs) > 0 {
+		return silentExit(exitCantCreate)
+	}
+	return nil
 }
 
 // statusReport is the JSON document of `withlock status --json`. Every
@@ -152,60 +173,50 @@ type scopeStatus struct {
 func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
-	named := runIDs
-	if len(runIDs) > 0 {
-		runIDs = withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
-	}
+	ids := withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
 	inspect := locker.Inspect
 	if len(runIDs) > 0 {
 		// Only these run ids' files: a directory of 10,000 locks is not
 		// read for one of them.
-		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(runIDs) }
+		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(ids) }
 	}
 	rep, err := inspect()
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
-		rep = &locks.DirReport{Dir: locker.Dir}
+		rep = &locks.DirReport{}
 	}
-	keys := make(map[string]string, len(runIDs))
-	for _, id := range runIDs {
-		keys[locks.Key(id)] = id
-	}
-	wanted := func(key string) bool { _, ok := keys[key]; return len(runIDs) == 0 || ok }
+	found := map[string]bool{}
 	for _, l := range rep.Locks {
-		if !wanted(l.Key) {
-			continue
+		for _, id := range ids {
+			if l.Payload.RunID == "" && locks.Key(id) == l.Key {
+				l.Payload.RunID = id // unparseable: named by the run id asked about
+			}
 		}
-		ls := newLockStatus(l, now)
-		if ls.RunID == "" {
-			ls.RunID = keys[l.Key]
-		}
-		markSlot(&ls)
-		st.Locks = append(st.Locks, ls)
+		st.Locks = append(st.Locks, newLockStatus(l, now))
 		if l.State == locks.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
-		delete(keys, l.Key)
+		found[l.Key] = true
 	}
-	for _, id := range named {
-		if _, free := keys[locks.Key(id)]; free {
-			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
-			delete(keys, locks.Key(id))
+	for _, id := range runIDs {
+		if key := locks.Key(id); !found[key] {
+			found[key] = true
+			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: key, LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
 		}
 	}
 	for _, l := range rep.Leftovers {
-		if wanted(l.Key) {
-			st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
-				Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
-		}
+		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
+			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
-	st.Semaphores = gatherSemaphores(locker, st)
+	st.Semaphores = fileSemaphores(locker, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
 	return st
 }
 
+// newLockStatus is l as status shows it; a slot's derived run id is the
+// user's run id plus the slot it is.
 func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 	p := l.Payload
 	ls := lockStatus{
@@ -230,6 +241,7 @@ func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
 	if l.Err != nil {
 		ls.Error = l.Err.Error()
 	}
+	markSlot(&ls)
 	return ls
 }
 
@@ -264,29 +276,36 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 	if len(st.Locks) == 0 {
 		fmt.Fprintf(w, "no run locks in %s\n", st.Dir)
 	} else {
-		t := newTable("RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
+		t := newTable(w, "RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
 		for _, l := range st.Locks {
 			t.row(lockRow(l)...)
 		}
-		t.write(w)
+		t.Flush()
 	}
 	writeSemaphoreTable(w, st.Semaphores)
 	if len(st.Leftovers) > 0 {
 		fmt.Fprintf(w, "\nwaiting for gc in %s (%d):\n", st.Dir, len(st.Leftovers))
-		t := newTable("  FILE", "KIND", "RUN ID", "SINCE")
+		t := newTable(w, "  FILE", "KIND", "RUN ID", "SINCE")
 		for _, l := range st.Leftovers {
 			t.row("  "+filepath.Base(l.Path), l.Kind, orDash(l.RunID), ago(l.AgeSeconds))
 		}
-		t.write(w)
+		t.Flush()
 	}
 	if st.Scopes != nil && len(st.Scopes.Allocations) > 0 {
-		fmt.Fprintf(w, "\nscopes (%s):\n", st.Scopes.File)
-		t := newTable("  NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
-		for _, n := range st.Scopes.Allocations {
-			scopeRows(t, n, "  ")
-		}
-		t.write(w)
+		fmt.Fprintln(w)
+		writeScopeTable(w, st.Scopes, "  ")
 	}
+}
+
+// writeScopeTable prints the registry's delegation tree, indent before
+// each row.
+func writeScopeTable(w io.Writer, ss *scopeStatus, indent string) {
+	fmt.Fprintf(w, "scopes (%s):\n", ss.File)
+	t := newTable(w, indent+"NAME", "PID", "HOLDER", "EFFECTIVE WRITE SCOPE", "READ")
+	for _, n := range ss.Allocations {
+		scopeRows(t, n, indent)
+	}
+	t.Flush()
 }
 
 func lockRow(l lockStatus) []string {
@@ -318,7 +337,7 @@ func lockRow(l lockStatus) []string {
 
 // scopeRows adds n and its delegates, each level indented under its
 // parent and marked "└ "; indent is n's own.
-func scopeRows(t *table, n scope.Node, indent string) {
+func scopeRows(t table, n scope.Node, indent string) {
 	holder := "dead"
 	if n.Alive {
 		holder = "alive"
@@ -343,11 +362,7 @@ func pidList(l lockStatus) string {
 	if len(l.Pids) == 0 {
 		return "no pids found"
 	}
-	s := "pids"
-	for _, pid := range l.Pids {
-		s += " " + fmt.Sprint(pid)
-	}
-	return s
+	return "pids " + joinPids(l.Pids)
 }
 
 func orDash(s string) string {

@@ -9,23 +9,19 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// table collects rows and prints them with aligned columns.
-type table struct{ rows [][]string }
+// table prints rows with aligned columns (text/tabwriter) once flushed.
+type table struct{ *tabwriter.Writer }
 
-func newTable(header ...string) *table { return &table{rows: [][]string{header}} }
+func newTable(w io.Writer, header ...string) table {
+	t := table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
 
 // row adds a row; each cell is made one printable line (locks.OneLine).
-func (t *table) row(cells ...string) {
+func (t table) row(cells ...string) {
 	for i, c := range cells {
 		cells[i] = locks.OneLine(c)
 	}
-	t.rows = append(t.rows, cells)
-}
-
-func (t *table) write(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
+	fmt.Fprintln(t, strings.Join(cells, "\t"))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -19,13 +18,15 @@ import (
 // we have waited. Nothing when stderr is not a terminal.
 //
 // Update is called only when the acquirer wakes (about once a second, or
-// on an event), so a ticker redraws the line every second in between; Done
-// stops it and clears the line. Both are safe from any goroutine.
+// on an event), so a timer redraws the line every second in between; Done
+// stops it and clears the line. Both are safe from any goroutine. Write
+// is for everything else that writes there (the logger): a line written
+// while the waiting line is drawn first clears it, so the two never share
+// a row; the next tick draws it again.
 type waitLine struct {
 	runID string
 	out   *os.File
 	tty   bool
-	now   func() time.Time
 	every time.Duration
 
 	mu      sync.Mutex
@@ -33,14 +34,13 @@ type waitLine struct {
 	started time.Time // when this acquirer began to wait
 	drawn   bool
 	done    bool
-	stop    chan struct{} // nil until the first Update starts the ticker
-	stopped chan struct{}
+	redraw  *time.Timer // nil until the first Update
 }
 
 func newWaitLine(runID string) *waitLine { return newWaitLineOn(os.Stderr, runID) }
 
 func newWaitLineOn(out *os.File, runID string) *waitLine {
-	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), now: time.Now, every: time.Second}
+	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
 // Update is called before each wait with the current holder.
@@ -54,49 +54,31 @@ func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
 		return
 	}
 	w.holder = *h
-	if w.stop == nil {
-		w.started = w.now().Add(-waited)
-		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
-		go w.tick(w.stop, w.stopped)
+	if w.redraw == nil {
+		w.started = time.Now().Add(-waited)
+		w.redraw = time.AfterFunc(w.every, w.tick)
 	}
 	w.drawLocked()
 }
 
-// Done clears the line once the wait is over and stops the ticker.
+// Done clears the line once the wait is over and stops the redraws; one
+// already under way finds done set and draws nothing.
 func (w *waitLine) Done() {
 	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return
+	defer w.mu.Unlock()
+	if w.redraw != nil {
+		w.redraw.Stop()
 	}
 	w.done = true
-	if w.drawn {
-		fmt.Fprint(w.out, "\r\x1b[K")
-		w.drawn = false
-	}
-	stop, stopped := w.stop, w.stopped
-	w.mu.Unlock()
-	if stop != nil {
-		close(stop)
-		<-stopped
-	}
+	w.clearLocked()
 }
 
-func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			w.mu.Lock()
-			if !w.done {
-				w.drawLocked()
-			}
-			w.mu.Unlock()
-		}
+func (w *waitLine) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.drawLocked()
+		w.redraw.Reset(w.every)
 	}
 }
 
@@ -104,7 +86,7 @@ func (w *waitLine) tick(stop <-chan struct{}, stopped chan<- struct{}) {
 // line and cut to the terminal's width (a broken or wrapped line could not
 // be redrawn), clear to the end of the line.
 func (w *waitLine) drawLocked() {
-	text := locks.OneLine(w.text(w.now()))
+	text := locks.OneLine(w.text(time.Now()))
 	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
 		text = cutRunes(text, cols-1)
 	}
@@ -148,19 +130,16 @@ func cutRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// Writer wraps the waiting line's output for everything else that writes
-// there (the logger): a line written while the waiting line is drawn first
-// clears it, so the two never share a row; the next tick draws it again.
-func (w *waitLine) Writer() io.Writer { return lineClearingWriter{w} }
+func (w *waitLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.clearLocked()
+	return w.out.Write(p)
+}
 
-type lineClearingWriter struct{ w *waitLine }
-
-func (c lineClearingWriter) Write(p []byte) (int, error) {
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
-	if c.w.drawn {
-		fmt.Fprint(c.w.out, "\r\x1b[K")
-		c.w.drawn = false
+func (w *waitLine) clearLocked() {
+	if w.drawn {
+		fmt.Fprint(w.out, "\r\x1b[K")
+		w.drawn = false
 	}
-	return c.w.out.Write(p)
 }

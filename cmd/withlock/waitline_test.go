@@ -173,7 +173,7 @@ func TestWaitLineWriterClearsTheLine(t *testing.T) {
 	}
 	w := newWaitLineOn(out, "job")
 	w.drawn = true
-	if _, err := w.Writer().Write([]byte("withlock: event\n")); err != nil {
+	if _, err := w.Write([]byte("withlock: event\n")); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(out.Name())

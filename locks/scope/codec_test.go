@@ -194,7 +194,7 @@ func TestCorruptRegistryErrorNamesFileAndWhere(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Register over a corrupt registry: %v, want ErrCorrupt", err)
 	}
-	for _, want := range []string{f.Path, "allocations[1].pid", "withlock scope reset"} {
+	for _, want := range []string{f.Path, "allocations[1].pid", "withlock break --scopes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -25,7 +25,7 @@ var (
 	ErrUnusable = errors.New("scope registry unusable")
 
 	// ErrCorrupt: the registry does not parse and its backup does
-	// not either. Nothing was changed; `withlock scope reset` moves it aside.
+	// not either. Nothing was changed; `withlock break --scopes` moves it aside.
 	ErrCorrupt error = kindError{"scope registry corrupt", ErrUnusable}
 
 	// ErrBusy: flock on the registry was not granted within the

@@ -77,7 +77,7 @@ func TestKeepLostWhenTaken(t *testing.T) {
 	}
 }
 
-// TestKeepRebuildsTheTreeAfterAReset: after `scope reset` every live holder
+// TestKeepRebuildsTheTreeAfterAReset: after `break --scopes` every live holder
 // of a delegation chain puts itself back, in any order, and the tree is
 // whole again: the parent's deny is the child's allow.
 func TestKeepRebuildsTheTreeAfterAReset(t *testing.T) {

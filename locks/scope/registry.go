@@ -181,7 +181,7 @@ const restoreWindow = 10 * time.Second
 // An empty file with no backup is a new registry only when it was never
 // written since it was created (its birth time is its modification time):
 // one emptied by another writer is not. Everything else is ErrCorrupt,
-// naming the file and `withlock scope reset`; an OS error reading the
+// naming the file and `withlock break --scopes`; an OS error reading the
 // backup (EMFILE, ENOMEM, EIO…) is ErrUnusable and says what failed.
 func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, err error) {
 	why := "empty"
@@ -224,7 +224,7 @@ func (f *Registry) load(file *os.File, data []byte) (reg *Table, restored bool, 
 	default:
 		return nil, false, unusable(fmt.Errorf("%s is torn (%s) and its backup cannot be read: %w", f.Path, why, bakErr))
 	}
-	return nil, false, fmt.Errorf("%w: %s: %s; `withlock scope reset` moves it aside (live holders put their allocations back within 5s)",
+	return nil, false, fmt.Errorf("%w: %s: %s; `withlock break --scopes` moves it aside (live holders put their allocations back within 5s)",
 		ErrCorrupt, f.Path, why)
 }
 

@@ -320,7 +320,7 @@ func TestScopeRegistryRestoresTornRewrite(t *testing.T) {
 // TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest: a registry torn or
 // emptied by another writer — no backup, a backup it is no prefix of, a
 // backup older than the registry's last write — is ErrCorrupt naming the
-// file and `withlock scope reset`, and left as it is: never is a writer
+// file and `withlock break --scopes`, and left as it is: never is a writer
 // admitted over the allocations it held.
 func TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest(t *testing.T) {
 	type state struct{ registry, backup []byte }
@@ -359,7 +359,7 @@ func TestScopeRegistryNeverRestoresWhatIsNotProvablyLatest(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
 				t.Fatalf("register over the damaged registry = %v, want ErrCorrupt", err)
 			}
-			for _, want := range []string{f.Path, "withlock scope reset"} {
+			for _, want := range []string{f.Path, "withlock break --scopes"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not mention %q", err, want)
 				}
@@ -414,7 +414,7 @@ func TestScopeRegistryCorruptWithoutBackup(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrUnusable) {
 			t.Fatalf("register = %v, want ErrCorrupt", err)
 		}
-		for _, want := range []string{f.Path, "withlock scope reset"} {
+		for _, want := range []string{f.Path, "withlock break --scopes"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %q", err, want)
 			}
