@@ -44,7 +44,7 @@ func (s *supervision) suspend(sig syscall.Signal) {
 		return
 	}
 	if sig != 0 {
-		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
+		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(sig)
 	}
 	if !s.awaitGroupStop() {
@@ -52,7 +52,7 @@ func (s *supervision) suspend(sig syscall.Signal) {
 	}
 	stopped := s.stopTree()
 	heldBy := s.takeTerminal()
-	s.log.Info().Str("event", "suspended").Int("pgid", s.pid).Int("stopped_outside_group", len(stopped)).Msg("command stopped; stopping withlock")
+	s.log.Info().Str("event", "suspended").Int("pgid", s.pgid).Int("stopped_outside_group", len(stopped)).Msg("command stopped; stopping withlock")
 	if err := StopSelf(); err != nil {
 		s.log.Warn().Err(err).Msg("could not stop withlock; continuing the command")
 	} else {
@@ -62,9 +62,10 @@ func (s *supervision) suspend(sig syscall.Signal) {
 }
 
 // followStop runs on SIGCHLD: a main child stopped by TSTP, TTIN or TTOU
-// makes withlock follow it (suspend).
+// makes withlock follow it (suspend). Sharing its group, withlock got the
+// same stop signal from the terminal and follows on that instead.
 func (s *supervision) followStop() {
-	if s.exited || s.tearing {
+	if s.exited || s.tearing || s.shared {
 		return
 	}
 	sig, stopped, err := reaper.StopSignal(s.pid)
@@ -105,7 +106,7 @@ func (s *supervision) groupState() (main byte, running bool) {
 		if st == 0 || st == 'T' || st == 't' || st == 'Z' {
 			continue
 		}
-		if pgid, err := unix.Getpgid(p.Pid); err == nil && pgid == s.pid {
+		if s.inGroup(p) {
 			running = true
 		}
 	}
@@ -126,7 +127,7 @@ func (s *supervision) stopTree() []reaper.Process {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}
-		if pgid, err := unix.Getpgid(p.Pid); err != nil || pgid != s.pid {
+		if !s.inGroup(p) {
 			outside = append(outside, p)
 		}
 	}
@@ -143,7 +144,7 @@ func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
 	if s.cfg.Verify != nil {
 		if err := s.cfg.Verify(); err != nil {
 			if s.cfg.OnLost == KillOnLost {
-				s.log.Error().Str("event", "lost").Err(err).Int("pgid", s.pid).Msg("lock lost while stopped; killing the command before it runs again")
+				s.log.Error().Str("event", "lost").Err(err).Int("pgid", s.pgid).Msg("lock lost while stopped; killing the command before it runs again")
 				s.cause, s.tearing, s.killAt = LockLost, true, time.Now()
 				s.kill()
 				return
@@ -152,7 +153,7 @@ func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
 		}
 	}
 	s.giveTerminal(heldBy)
-	s.log.Info().Str("event", "resumed").Int("pgid", s.pid).Msg("continuing the command")
+	s.log.Info().Str("event", "resumed").Int("pgid", s.pgid).Msg("continuing the command")
 	s.signalGroup(syscall.SIGCONT)
 	s.signalTree(stopped, syscall.SIGCONT)
 }
@@ -178,7 +179,7 @@ func (s *supervision) takeTerminal() int {
 // giveTerminal hands the terminal to heldBy (or the child's group) when
 // withlock's group holds it, that is when withlock is in the foreground.
 func (s *supervision) giveTerminal(heldBy int) {
-	if s.tty == nil || !s.tty.ours() {
+	if s.shared || s.tty == nil || !s.tty.ours() {
 		return
 	}
 	if heldBy == 0 {

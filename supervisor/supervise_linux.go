@@ -32,11 +32,16 @@ const noCause Reason = -1
 type supervision struct {
 	cfg  Config
 	log  zerolog.Logger
-	self int       // our pid: the root of the tree we clean
-	pid  int       // the main child, also its process group id
-	tty  *terminal // withlock's controlling terminal on the child's stdin, or nil
-	gave bool      // the child's side holds the terminal: withlock gave it
-	chld <-chan os.Signal
+	self int // our pid: the root of the tree we clean
+	pid  int // the main child
+	pgid int // the command's process group: pid, or withlock's when shared
+	// shared: the command is in withlock's group, its caller's
+	// (sharesCallersGroup). That group is never signalled as a whole (it
+	// holds the caller): its members below withlock are, one by one.
+	shared bool
+	tty    *terminal // withlock's controlling terminal on the child's stdio, or nil
+	gave   bool      // the child's side holds the terminal: withlock gave it
+	chld   <-chan os.Signal
 	// childExited receives once the main child has exited (not yet
 	// reaped): forkAndAwait's waitid returned.
 	childExited <-chan struct{}
@@ -143,6 +148,8 @@ func (s *supervision) onSignal(sig os.Signal) {
 	ss, ok := sig.(syscall.Signal)
 	switch {
 	case !ok:
+	case s.shared && fromTerminal(ss):
+		s.onTerminalSignal(ss)
 	case startsTeardown(ss):
 		s.onStop(ss)
 	case StopsJob(ss):
@@ -156,7 +163,7 @@ func (s *supervision) onSignal(sig os.Signal) {
 		if ss == syscall.SIGWINCH || ss == syscall.SIGCONT {
 			ev = s.log.Debug()
 		}
-		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pid).Msg("forwarding signal")
+		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(ss)
 		if ss == syscall.SIGCONT {
 			// A SIGSTOP withlock could not see may have held it for longer
@@ -177,17 +184,43 @@ func (s *supervision) onSignal(sig os.Signal) {
 func (s *supervision) onStop(sig syscall.Signal) {
 	if s.tearing {
 		if sig == syscall.SIGINT && s.killedAt.IsZero() {
-			s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pid).Msg("second interrupt during the grace, killing now")
+			s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pgid).Msg("second interrupt during the grace, killing now")
 			s.kill()
 			return
 		}
-		s.log.Debug().Stringer("signal", sig).Int("pgid", s.pid).Msg("already stopping; the grace runs on")
+		s.log.Debug().Stringer("signal", sig).Int("pgid", s.pgid).Msg("already stopping; the grace runs on")
 		return
 	}
-	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
+	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 	s.signalGroup(sig)
 	s.signalGroup(syscall.SIGCONT) // see teardown
 	s.startGrace()
+}
+
+// fromTerminal reports whether sig is one the terminal sends to its
+// foreground group (Ctrl-C, Ctrl-\, Ctrl-Z, a resize; TTIN and TTOU go to
+// the group of a background reader or writer).
+func fromTerminal(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH:
+		return true
+	}
+	return StopsJob(sig)
+}
+
+// onTerminalSignal acts on a signal of the terminal's while the command
+// shares withlock's group: the kernel has delivered it to the whole group,
+// caller and command, so it is not forwarded (one key press, one signal to
+// the command: a program that takes a second Ctrl-C for "force quit" must
+// not see a copy), and an INT starts no teardown (a program that traps it
+// runs on, as it would without withlock). A stop still stops withlock and
+// whatever of the tree left the group (suspend), so that nothing of it runs
+// while withlock renews nothing.
+func (s *supervision) onTerminalSignal(sig syscall.Signal) {
+	s.log.Debug().Stringer("signal", sig).Msg("the terminal's signal reached the command's group itself; not forwarding")
+	if StopsJob(sig) {
+		s.suspend(0)
+	}
 }
 
 // checkLock runs the Verify hook and treats a failure as a lost lock.
@@ -265,7 +298,7 @@ func (s *supervision) startDraining() {
 func (s *supervision) kill() {
 	if s.killedAt.IsZero() {
 		s.killedAt = time.Now()
-		s.log.Info().Str("event", "teardown_killed").Int("pgid", s.pid).Dur("grace", s.cfg.Grace).Msg("grace over, killing")
+		s.log.Info().Str("event", "teardown_killed").Int("pgid", s.pgid).Dur("grace", s.cfg.Grace).Msg("grace over, killing")
 	}
 	s.signalGroup(syscall.SIGKILL)
 	if !s.cfg.KeepOrphans {
@@ -313,13 +346,35 @@ func (s *supervision) signalGroup(sig syscall.Signal) {
 	if s.exited {
 		return
 	}
+	if s.shared {
+		s.signalTree(s.groupMembers(), sig)
+		return
+	}
 	err := unix.Kill(-s.pid, sig)
 	if err != nil && !errors.Is(err, unix.ESRCH) {
-		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pid).Msg("signal group")
+		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pgid).Msg("signal group")
 	}
 	if pgid, err := unix.Getpgid(s.pid); err == nil && pgid != s.pid {
 		_ = unix.Kill(s.pid, sig)
 	}
+}
+
+// groupMembers lists the descendants in the command's process group, and
+// the main child wherever it is: what kill(-pgid) would reach of the tree.
+func (s *supervision) groupMembers() []reaper.Process {
+	var in []reaper.Process
+	for _, p := range s.descendants() {
+		if p.Pid == s.pid || s.inGroup(p) {
+			in = append(in, p)
+		}
+	}
+	return in
+}
+
+// inGroup reports whether p is in the command's process group.
+func (s *supervision) inGroup(p reaper.Process) bool {
+	pgid, err := unix.Getpgid(p.Pid)
+	return err == nil && pgid == s.pgid
 }
 
 func (s *supervision) signalTree(ps []reaper.Process, sig syscall.Signal) {
