@@ -173,13 +173,24 @@ func TestScorecardCtrlCStopsLoopNegativeControl(t *testing.T) {
 // presses Ctrl-Z, and reports whether the shell showed the job stopped with
 // the whole tree stopped and answered (the terminal is not left hung), then
 // resumes it with fg, checks it ticks again and ends it with Ctrl-C.
-func suspendAndFg(t *testing.T, prelude string) (stopped bool, screen string) {
+//
+// viaScript runs withlock from a script (`bash script.sh`) instead, so that
+// it shares the script's process group with the command.
+func suspendAndFg(t *testing.T, prelude string, viaScript bool) (stopped bool, screen string) {
 	t.Helper()
 	s := startPtyShell(t)
 	work := t.TempDir()
 	tk := &ticking{main: filepath.Join(work, "main.ticks"), daemon: filepath.Join(work, "daemon.ticks")}
-	s.send(fmt.Sprintf("%s run --dir %s z -- sh -c %s sh %s %s\n", strconv.Quote(binary(t)),
-		strconv.Quote(filepath.Join(work, "locks")), shellQuote(prelude+tickTree), strconv.Quote(tk.main), strconv.Quote(tk.daemon)))
+	line := fmt.Sprintf("%s run --dir %s z -- sh -c %s sh %s %s\n", strconv.Quote(binary(t)),
+		strconv.Quote(filepath.Join(work, "locks")), shellQuote(prelude+tickTree), strconv.Quote(tk.main), strconv.Quote(tk.daemon))
+	if viaScript {
+		script := filepath.Join(work, "script.sh")
+		if err := os.WriteFile(script, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		line = "bash " + strconv.Quote(script) + "\n"
+	}
+	s.send(line)
 	tk.waitGrowing(t, "the tree to tick")
 	s.send("\x1a")
 	if !s.shows("Stopped", 10*time.Second) {
@@ -216,15 +227,26 @@ func suspendAndFg(t *testing.T, prelude string) (stopped bool, screen string) {
 // (the lock checked first) and it ticks again; Ctrl-C then ends it, and
 // the lock is free.
 func TestScorecardCtrlZFg(t *testing.T) {
-	if stopped, out := suspendAndFg(t, ""); !stopped {
+	if stopped, out := suspendAndFg(t, "", false); !stopped {
 		t.Errorf("Ctrl-Z: the shell never showed the job stopped; terminal:\n%s", out)
+	}
+}
+
+// TestScorecardScriptCtrlZFg: the same for withlock in a script the
+// interactive bash runs (`bash script.sh`), which shares the script's group
+// with the command: Ctrl-Z stops the script, withlock and the command's
+// whole tree (the setsid'd daemon by withlock), a second run is refused
+// meanwhile, fg resumes them all and Ctrl-C ends them.
+func TestScorecardScriptCtrlZFg(t *testing.T) {
+	if stopped, out := suspendAndFg(t, "", true); !stopped {
+		t.Errorf("Ctrl-Z: the shell never showed the script stopped; terminal:\n%s", out)
 	}
 }
 
 // TestScorecardCtrlZFgNegativeControl: a command that ignores TSTP does not
 // stop on Ctrl-Z, and the row's check sees no stopped job.
 func TestScorecardCtrlZFgNegativeControl(t *testing.T) {
-	if stopped, out := suspendAndFg(t, "trap '' TSTP\n"); stopped {
+	if stopped, out := suspendAndFg(t, "trap '' TSTP\n", false); stopped {
 		t.Fatalf("a TSTP-ignoring command still showed as stopped: the row cannot tell; terminal:\n%s", out)
 	}
 }
