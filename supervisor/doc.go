@@ -1,6 +1,8 @@
 // Package supervisor runs withlock's command as a supervised child: in its own
-// process group, with default signal dispositions, holding the terminal when
-// withlock had it, with signals forwarded, a timeout and a lost lock turned
+// process group, holding the terminal when withlock had it, or in its
+// caller's group when withlock, on a terminal, does not lead one (a script,
+// make: the terminal's keys then reach caller and command alike), with
+// withlock's signal dispositions, with signals forwarded, a timeout and a lost lock turned
 // into TERM → grace → KILL, and — with package reaper — nothing of the
 // child's process tree left behind when Run returns.
 //
