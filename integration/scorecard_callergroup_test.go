@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,12 +76,18 @@ func withlockRun(t *testing.T, locks string) string {
 // background jobs of a script do, and the sleep), presses Ctrl-C once
 // during the first run and reports whether the loop went on, how soon the
 // caller ended, and the screen.
-func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string, extra ...string) (wentOn bool, took time.Duration, screen string) {
+//
+// nested runs the command under a second, inner withlock.
+func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string, nested bool, extra ...string) (wentOn bool, took time.Duration, screen string) {
 	t.Helper()
 	work := t.TempDir()
 	ready := filepath.Join(work, "ready")
-	text := fmt.Sprintf(`for i in 1 2 3; do echo iter-$i; %s loop -- sh -c 'sleep 30 & : >"$1"; exec sleep 5' sh %s; done; echo loop-done`,
-		withlockRun(t, filepath.Join(work, "locks")), strconv.Quote(ready))
+	run := withlockRun(t, filepath.Join(work, "locks")) + " loop --"
+	if nested {
+		run += " " + withlockRun(t, filepath.Join(work, "inner")) + " inner --"
+	}
+	text := fmt.Sprintf(`for i in 1 2 3; do echo iter-$i; %s sh -c 'sleep 30 & : >"$1"; exec sleep 5' sh %s; done; echo loop-done`,
+		run, strconv.Quote(ready))
 	s := onPty(t, argv(snippet(t, work, text), text), extra...)
 	waitFor(t, 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }, "the first run's command to start")
 	s.send("\x03")
@@ -101,14 +108,28 @@ func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string,
 func TestScorecardScriptCtrlCStopsLoop(t *testing.T) {
 	for _, c := range callers {
 		t.Run(c.name, func(t *testing.T) {
-			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv)
+			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false)
 			if wentOn || took > time.Second {
 				t.Errorf("one Ctrl-C: loop went on %v, caller ended after %v (want no and <= 1s); terminal:\n%s", wentOn, took, out)
 			}
-			if !pollUntil(2*time.Second, func() bool { return len(markedProcesses(markOf(t))) == 0 }) {
-				t.Errorf("processes of the tree outlive the caller: %v", markedProcesses(markOf(t)))
-			}
+			assertNoneLeft(t)
 		})
+	}
+	t.Run("nested withlock", func(t *testing.T) {
+		wentOn, took, out := scriptLoopAfterCtrlC(t, callers[0].argv, true)
+		if wentOn || took > time.Second {
+			t.Errorf("one Ctrl-C: loop went on %v, caller ended after %v (want no and <= 1s); terminal:\n%s", wentOn, took, out)
+		}
+		assertNoneLeft(t)
+	})
+}
+
+// assertNoneLeft checks, soon after the caller on the pty ended, that no
+// process of the test is left (the pty's cleanup would KILL them unseen).
+func assertNoneLeft(t *testing.T) {
+	t.Helper()
+	if !pollUntil(2*time.Second, func() bool { return len(markedProcesses(markOf(t))) == 0 }) {
+		t.Errorf("processes of the tree outlive the caller: %v", markedProcesses(markOf(t)))
 	}
 }
 
@@ -118,11 +139,74 @@ func TestScorecardScriptCtrlCStopsLoop(t *testing.T) {
 func TestScorecardScriptCtrlCStopsLoopNegativeControl(t *testing.T) {
 	for _, c := range callers {
 		t.Run(c.name, func(t *testing.T) {
-			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, failpoint.Env+"="+failpoint.OwnGroup)
+			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false, failpoint.Env+"="+failpoint.OwnGroup)
 			if !wentOn {
 				t.Fatalf("own-group: the loop stopped (after %v): the row cannot tell; terminal:\n%s", took, out)
 			}
 		})
+	}
+}
+
+// TestScorecardScriptTeardown: sharing the script's group, --timeout and a
+// lost lock (--on-lock-lost kill) still end the command's whole tree (a
+// grandchild in the group, a setsid'd one) and nothing else: the script
+// runs on and prints withlock's status, 124 and 76.
+func TestScorecardScriptTeardown(t *testing.T) {
+	for _, c := range []struct {
+		name, flags string
+		want        int
+	}{{"timeout", "--timeout 1s", 124}, {"lock lost", "--ttl 1s", 76}} {
+		t.Run(c.name, func(t *testing.T) {
+			work := t.TempDir()
+			locks, ready := filepath.Join(work, "locks"), filepath.Join(work, "ready")
+			text := fmt.Sprintf(`%s --grace 1s %s job -- sh -c 'sleep 30 & setsid sleep 30 & : >"$1"; exec sleep 30' sh %s; echo "rc-$?"`,
+				withlockRun(t, locks), c.flags, strconv.Quote(ready))
+			s := onPty(t, []string{"bash", snippet(t, work, text)})
+			waitFor(t, 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }, "the command to start")
+			if c.want == 76 {
+				if _, stderr, code := runWithlock(t, "break", "--dir", locks, "--force", "job"); code != 0 {
+					t.Fatalf("withlock break --force job: exit %d\nstderr: %s", code, stderr)
+				}
+			}
+			s.expect(fmt.Sprintf("rc-%d", c.want), 15*time.Second)
+			if code, ended := s.exitWithin(5 * time.Second); !ended || code != 0 {
+				t.Errorf("the script ended %v with %d, want 0 (it was not signalled)", ended, code)
+			}
+			assertNoneLeft(t)
+		})
+	}
+}
+
+// TestScorecardScriptTreeHoldsLock: sharing the script's group, a withlock
+// SIGKILLed while a setsid'd descendant of its command lives leaves the
+// lock held by that tree: the next run is refused (75) naming it.
+func TestScorecardScriptTreeHoldsLock(t *testing.T) {
+	work := t.TempDir()
+	locks, pidFile := filepath.Join(work, "locks"), filepath.Join(work, "survivor.pid")
+	text := fmt.Sprintf(`%s job -- sh -c 'setsid sh -c "echo \$\$ >\"\$1\"; exec sleep 300" sh "$1" & wait' sh %s; echo "rc-$?"`,
+		withlockRun(t, locks), strconv.Quote(pidFile))
+	s := onPty(t, []string{"bash", snippet(t, work, text)})
+	var survivor int
+	waitFor(t, 10*time.Second, func() bool {
+		b, _ := os.ReadFile(pidFile)
+		_, err := fmt.Sscan(string(b), &survivor)
+		return err == nil && survivor > 0
+	}, "the survivor's pid")
+	t.Cleanup(func() { _ = syscall.Kill(survivor, syscall.SIGKILL) })
+	// The survivor's parent is the command's sh, whose parent is withlock.
+	sv, _ := readProc(survivor)
+	cmdSh, _ := readProc(sv.ppid)
+	wl, _ := readProc(cmdSh.ppid)
+	if !strings.Contains(wl.cmdline, "run --dir") {
+		t.Fatalf("pid %d is not withlock: %v (survivor %d, its parent %v)", wl.pid, wl, survivor, cmdSh)
+	}
+	if err := syscall.Kill(wl.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("rc-137", 10*time.Second)
+	_, stderr, code := runWithlock(t, "run", "--dir", locks, "job", "--", "true")
+	if code != 75 || !strings.Contains(stderr, strconv.Itoa(survivor)) {
+		t.Errorf("next run after withlock was killed: exit %d, stderr %q; want 75 naming pid %d", code, stderr, survivor)
 	}
 }
 
