@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // stopWait bounds how long a job-control stop waits for the child's group
@@ -68,7 +68,7 @@ func (s *supervision) followStop() {
 	if s.exited || s.tearing || s.shared {
 		return
 	}
-	sig, stopped, err := reaper.StopSignal(s.pid)
+	sig, stopped, err := stopSignal(s.pid)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("look for a stopped child")
 		return
@@ -99,14 +99,10 @@ func (s *supervision) awaitGroupStop() bool {
 // of its group is neither stopped nor a zombie.
 func (s *supervision) groupState() (main byte, running bool) {
 	for _, p := range s.descendants() {
-		st := reaper.State(p)
 		if p.Pid == s.pid {
-			main = st
+			main = p.State
 		}
-		if st == 0 || st == 'T' || st == 't' || st == 'Z' {
-			continue
-		}
-		if s.inGroup(p) {
+		if !runsNothing(p.State) && s.inGroup(p) {
 			running = true
 		}
 	}
@@ -116,14 +112,13 @@ func (s *supervision) groupState() (main byte, running bool) {
 // stopTree SIGSTOPs every descendant that still runs and returns those
 // outside the child's group, so that resume continues exactly them (and
 // the group, with one CONT each).
-func (s *supervision) stopTree() []reaper.Process {
-	var outside []reaper.Process
+func (s *supervision) stopTree() []proc.Process {
+	var outside []proc.Process
 	for _, p := range s.descendants() {
-		switch reaper.State(p) {
-		case 0, 'T', 't', 'Z':
+		if runsNothing(p.State) {
 			continue
 		}
-		if err := reaper.Signal(p, syscall.SIGSTOP); err != nil {
+		if err := signalProcess(p, syscall.SIGSTOP); err != nil {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}
@@ -140,7 +135,7 @@ func (s *supervision) stopTree() []reaper.Process {
 // to the group that had it, when withlock is in the foreground again (`fg`;
 // after `bg` the command runs in the background, and stops again by itself
 // if it reads the terminal), and the tree is continued.
-func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
+func (s *supervision) resume(stopped []proc.Process, heldBy int) {
 	if s.cfg.Verify != nil {
 		if err := s.cfg.Verify(); err != nil {
 			if s.cfg.OnLost == KillOnLost {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
-
-	"github.com/withlock/withlock/reaper"
 )
 
 // Tunables of the final phase, variables so tests can read them.
@@ -47,7 +45,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	if failpoint.On(failpoint.NoSubreaper) {
 		cfg.KeepOrphans = true
-	} else if err := reaper.SetSubreaper(true); err != nil {
+	} else if err := setSubreaper(true); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")
 	} else {
 		defer clearSubreaper(cfg.Log)
@@ -128,10 +126,10 @@ func awaitExit(pid int) {
 	}
 }
 
-// clearSubreaper undoes SetSubreaper, so the process is as it was once Run
+// clearSubreaper undoes setSubreaper, so the process is as it was once Run
 // returns (daemons kept by KeepOrphans are already ours by then).
 func clearSubreaper(log zerolog.Logger) {
-	if err := reaper.SetSubreaper(false); err != nil {
+	if err := setSubreaper(false); err != nil {
 		log.Warn().Err(err).Msg("could not clear the subreaper mark")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // noCause marks a run that withlock did not kill for a reason of its own:
@@ -23,7 +23,7 @@ const noCause Reason = -1
 //
 // Reaping and the exec status: the child is started with syscall.ForkExec
 // (no os/exec Cmd, no Cmd.Wait), and every exit — the main child's, a
-// reparented daemon's, a zombie's — is collected by reaper.Reap's
+// reparented daemon's, a zombie's — is collected by reapAll's
 // wait4(-1, WNOHANG) loop, which runs on every turn of the loop. The main
 // child's status is taken from that loop by pid, so the reaper cannot steal
 // it from anyone. A turn follows the main child's exit (forkAndAwait's
@@ -127,17 +127,17 @@ func (s *supervision) nextWake() time.Duration {
 
 // reap collects every exited child and notes the main child's status.
 func (s *supervision) reap() {
-	exits, err := reaper.Reap()
+	exits, err := reapAll()
 	if err != nil {
 		s.log.Warn().Err(err).Msg("reap")
 	}
 	for _, e := range exits {
-		if e.Pid == s.pid {
-			s.exited, s.status = true, e.Status
-			s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("child ended")
+		if e.pid == s.pid {
+			s.exited, s.status = true, e.status
+			s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("child ended")
 			continue
 		}
-		s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("reaped orphan")
+		s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("reaped orphan")
 	}
 }
 
@@ -361,8 +361,8 @@ func (s *supervision) signalGroup(sig syscall.Signal) {
 
 // groupMembers lists the descendants in the command's process group, and
 // the main child wherever it is: what kill(-pgid) would reach of the tree.
-func (s *supervision) groupMembers() []reaper.Process {
-	var in []reaper.Process
+func (s *supervision) groupMembers() []proc.Process {
+	var in []proc.Process
 	for _, p := range s.descendants() {
 		if p.Pid == s.pid || s.inGroup(p) {
 			in = append(in, p)
@@ -371,22 +371,23 @@ func (s *supervision) groupMembers() []reaper.Process {
 	return in
 }
 
-// inGroup reports whether p is in the command's process group.
-func (s *supervision) inGroup(p reaper.Process) bool {
-	pgid, err := unix.Getpgid(p.Pid)
-	return err == nil && pgid == s.pgid
-}
+// inGroup reports whether p (as a fresh scan saw it) is in the command's
+// process group.
+func (s *supervision) inGroup(p proc.Process) bool { return p.Pgrp == s.pgid }
 
-func (s *supervision) signalTree(ps []reaper.Process, sig syscall.Signal) {
-	if err := reaper.SignalAll(ps, sig); err != nil {
-		s.log.Warn().Err(err).Stringer("signal", sig).Msg("signal leftovers")
+// signalTree signals each of ps by pidfd (signalProcess).
+func (s *supervision) signalTree(ps []proc.Process, sig syscall.Signal) {
+	for _, p := range ps {
+		if err := signalProcess(p, sig); err != nil {
+			s.log.Warn().Err(err).Stringer("signal", sig).Msg("signal leftovers")
+		}
 	}
 }
 
 // descendants lists our live descendants. If /proc cannot be read there is
 // nothing better to do than log it and report none (Run must return).
-func (s *supervision) descendants() []reaper.Process {
-	ps, err := reaper.Descendants(s.self)
+func (s *supervision) descendants() []proc.Process {
+	ps, err := descendantsOf(s.self)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("list descendants")
 	}
