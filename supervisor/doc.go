@@ -21,8 +21,6 @@ var (
 	ErrNotFound = errors.New("command not found")
 	// ErrNotExecutable: the command exists but cannot be executed (exit status 126).
 	ErrNotExecutable = errors.New("command not executable")
-	// ErrUnsupported: this platform cannot supervise a child.
-	ErrUnsupported = errors.ErrUnsupported
 )
 
 // Exit statuses of SPEC §2 that the supervisor decides.

@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/withlock/withlock/internal/proc"
 )
 
 // setSubreaper marks this process as a child subreaper (on=true) or clears
@@ -67,18 +65,15 @@ func reapAll() ([]exit, error) {
 // already exited, reports false.
 func stopSignal(pid int) (syscall.Signal, bool, error) {
 	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if errors.Is(err, unix.ECHILD) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("waitid %d: %w", pid, err)
-		}
-		break
+	var err error = unix.EINTR
+	for errors.Is(err, unix.EINTR) {
+		err = unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil)
+	}
+	switch {
+	case errors.Is(err, unix.ECHILD):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("waitid %d: %w", pid, err)
 	}
 	// With WNOHANG and nothing to report the kernel leaves si_pid zero.
 	if childPid(&info) != int32(pid) || (info.Code != cldStopped && info.Code != cldTrapped) {
@@ -112,7 +107,3 @@ func childStatus(info *unix.Siginfo) int32 {
 func runsNothing(state byte) bool {
 	return state == 0 || state == 'T' || state == 't' || state == 'Z'
 }
-
-// descendantsOf returns every live process below pid, zombies included,
-// found through /proc (proc.Descendants).
-var descendantsOf = proc.Descendants

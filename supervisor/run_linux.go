@@ -3,13 +3,13 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"runtime"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // Tunables of the final phase, variables so tests can read them.
@@ -48,7 +48,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	} else if err := setSubreaper(true); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")
 	} else {
-		defer clearSubreaper(cfg.Log)
+		// Undone once Run returns (daemons kept by KeepOrphans are ours
+		// by then); clearing a mark that could be set does not fail.
+		defer setSubreaper(false)
 	}
 
 	// Sharing the caller's group, the command never gets the terminal
@@ -117,19 +119,7 @@ func forkAndAwait(cfg Config, mode spawnMode, started chan<- spawned, exited cha
 // awaitExit blocks until child pid has exited (or is no longer ours to
 // wait for: ECHILD once the loop has reaped it), without reaping it.
 func awaitExit(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
-// clearSubreaper undoes setSubreaper, so the process is as it was once Run
-// returns (daemons kept by KeepOrphans are already ours by then).
-func clearSubreaper(log zerolog.Logger) {
-	if err := setSubreaper(false); err != nil {
-		log.Warn().Err(err).Msg("could not clear the subreaper mark")
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
 }

@@ -62,8 +62,12 @@ type supervision struct {
 }
 
 func (s *supervision) run(ctx context.Context) Result {
-	timeout := startTimer(s.cfg.Timeout)
-	defer stopTimer(timeout)
+	var timeout <-chan time.Time // nil: no timeout, never ready
+	if s.cfg.Timeout > 0 {
+		t := time.NewTimer(s.cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
 	lost, done := s.lost, ctx.Done()
@@ -88,7 +92,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.childExited = nil
 		case sig := <-s.cfg.Signals.C():
 			s.onSignal(sig)
-		case <-timerC(timeout):
+		case <-timeout:
 			timeout = nil
 			s.log.Info().Str("event", "timeout").Dur("timeout", s.cfg.Timeout).Msg("timeout elapsed, stopping the command")
 			s.teardown(TimedOut)
@@ -105,7 +109,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.kill()
 		}
 	}
-	s.restoreTerminal()
+	s.takeTerminal()
 	return s.result()
 }
 
@@ -192,20 +196,14 @@ func (s *supervision) onStop(sig syscall.Signal) {
 		return
 	}
 	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
-	s.signalGroup(sig)
-	s.signalGroup(syscall.SIGCONT) // see teardown
-	s.startGrace()
+	s.stopGroup(sig)
 }
 
 // fromTerminal reports whether sig is one the terminal sends to its
 // foreground group (Ctrl-C, Ctrl-\, Ctrl-Z, a resize; TTIN and TTOU go to
 // the group of a background reader or writer).
 func fromTerminal(sig syscall.Signal) bool {
-	switch sig {
-	case syscall.SIGINT, syscall.SIGQUIT, syscall.SIGWINCH:
-		return true
-	}
-	return StopsJob(sig)
+	return sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGWINCH || StopsJob(sig)
 }
 
 // onTerminalSignal acts on a signal of the terminal's while the command
@@ -252,10 +250,15 @@ func (s *supervision) teardown(cause Reason) {
 		return
 	}
 	s.cause = cause
-	s.signalGroup(syscall.SIGTERM)
-	// CONT after TERM, as systemd does: a stopped process (Ctrl-Z, a
-	// background read of the terminal) holds the TERM pending and would
-	// sit out the whole grace until KILL.
+	s.stopGroup(syscall.SIGTERM)
+}
+
+// stopGroup sends sig and then CONT to the child's group and starts the
+// grace. CONT after the stop signal, as systemd does: a stopped process
+// (Ctrl-Z, a background read of the terminal) holds the TERM pending and
+// would sit out the whole grace until KILL.
+func (s *supervision) stopGroup(sig syscall.Signal) {
+	s.signalGroup(sig)
 	s.signalGroup(syscall.SIGCONT)
 	s.startGrace()
 }
@@ -275,7 +278,7 @@ func (s *supervision) startGrace() {
 // runs already, so the whole stop fits in one grace).
 func (s *supervision) startDraining() {
 	s.draining = true
-	s.restoreTerminal()
+	s.takeTerminal()
 	if s.cfg.KeepOrphans {
 		return
 	}
@@ -289,7 +292,7 @@ func (s *supervision) startDraining() {
 		return
 	}
 	s.signalTree(left, syscall.SIGTERM)
-	s.signalTree(left, syscall.SIGCONT) // see teardown
+	s.signalTree(left, syscall.SIGCONT) // see stopGroup
 	s.startGrace()
 }
 
@@ -328,11 +331,6 @@ func (s *supervision) giveUp() {
 	}
 	s.log.Error().Ints("pids", pids).Bool("child_reaped", s.exited).Dur("waited", finalWait).
 		Msg("processes survive KILL (uninterruptible sleep?); giving up on them")
-}
-
-// restoreTerminal takes the terminal back when withlock gave it away.
-func (s *supervision) restoreTerminal() {
-	s.takeTerminal()
 }
 
 // signalGroup signals the child's process group; an empty group is fine. A
@@ -387,7 +385,7 @@ func (s *supervision) signalTree(ps []proc.Process, sig syscall.Signal) {
 // descendants lists our live descendants. If /proc cannot be read there is
 // nothing better to do than log it and report none (Run must return).
 func (s *supervision) descendants() []proc.Process {
-	ps, err := descendantsOf(s.self)
+	ps, err := proc.Descendants(s.self)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("list descendants")
 	}
@@ -421,25 +419,4 @@ func exitStatus(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
-}
-
-func startTimer(d time.Duration) *time.Timer {
-	if d <= 0 {
-		return nil
-	}
-	return time.NewTimer(d)
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
-}
-
-// timerC is t's channel, or nil (never ready) for no timer.
-func timerC(t *time.Timer) <-chan time.Time {
-	if t == nil {
-		return nil
-	}
-	return t.C
 }
