@@ -147,7 +147,9 @@ func (s *supervision) reap() {
 
 // onSignal acts on a caught signal: TERM and INT start the teardown, TSTP,
 // TTIN and TTOU stop the child's tree and withlock (jobctl_linux.go), and
-// every other one is forwarded to the child's group.
+// every other one is forwarded to the child's group. Sharing the caller's
+// group, the terminal's own signals have reached the command already
+// (onTerminalSignal).
 func (s *supervision) onSignal(sig os.Signal) {
 	ss, ok := sig.(syscall.Signal)
 	switch {
