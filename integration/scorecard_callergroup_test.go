@@ -77,8 +77,9 @@ func withlockRun(t *testing.T, locks string) string {
 // during the first run and reports whether the loop went on, how soon the
 // caller ended, and the screen.
 //
-// nested runs the command under a second, inner withlock.
-func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string, nested bool, extra ...string) (wentOn bool, took time.Duration, screen string) {
+// nested runs the command under a second, inner withlock; key is the key
+// pressed (Ctrl-C, or Ctrl-\ for QUIT).
+func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string, nested bool, key string, extra ...string) (wentOn bool, took time.Duration, screen string) {
 	t.Helper()
 	work := t.TempDir()
 	ready := filepath.Join(work, "ready")
@@ -90,7 +91,7 @@ func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string,
 		run, strconv.Quote(ready))
 	s := onPty(t, argv(snippet(t, work, text), text), extra...)
 	waitFor(t, 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }, "the first run's command to start")
-	s.send("\x03")
+	s.send(key)
 	start := time.Now()
 	if _, ended := s.exitWithin(1500 * time.Millisecond); ended {
 		took = time.Since(start)
@@ -108,7 +109,7 @@ func scriptLoopAfterCtrlC(t *testing.T, argv func(script, text string) []string,
 func TestScorecardScriptCtrlCStopsLoop(t *testing.T) {
 	for _, c := range callers {
 		t.Run(c.name, func(t *testing.T) {
-			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false)
+			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false, "\x03")
 			if wentOn || took > time.Second {
 				t.Errorf("one Ctrl-C: loop went on %v, caller ended after %v (want no and <= 1s); terminal:\n%s", wentOn, took, out)
 			}
@@ -116,11 +117,20 @@ func TestScorecardScriptCtrlCStopsLoop(t *testing.T) {
 		})
 	}
 	t.Run("nested withlock", func(t *testing.T) {
-		wentOn, took, out := scriptLoopAfterCtrlC(t, callers[0].argv, true)
+		wentOn, took, out := scriptLoopAfterCtrlC(t, callers[0].argv, true, "\x03")
 		if wentOn || took > time.Second {
 			t.Errorf("one Ctrl-C: loop went on %v, caller ended after %v (want no and <= 1s); terminal:\n%s", wentOn, took, out)
 		}
 		assertNoneLeft(t)
+	})
+	// Ctrl-\ does to the script what it does without withlock: bash
+	// ignores QUIT itself, so the command dies of it (withlock after it,
+	// which bash reports as "Quit") and the loop goes on to iteration 2.
+	t.Run("bash script, Ctrl-\\", func(t *testing.T) {
+		wentOn, _, out := scriptLoopAfterCtrlC(t, callers[0].argv, false, "\x1c")
+		if !wentOn || !strings.Contains(out, "Quit") {
+			t.Errorf("one Ctrl-\\: want withlock dead of QUIT and the loop going on, as without withlock; terminal:\n%s", out)
+		}
 	})
 }
 
@@ -139,7 +149,7 @@ func assertNoneLeft(t *testing.T) {
 func TestScorecardScriptCtrlCStopsLoopNegativeControl(t *testing.T) {
 	for _, c := range callers {
 		t.Run(c.name, func(t *testing.T) {
-			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false, failpoint.Env+"="+failpoint.OwnGroup)
+			wentOn, took, out := scriptLoopAfterCtrlC(t, c.argv, false, "\x03", failpoint.Env+"="+failpoint.OwnGroup)
 			if !wentOn {
 				t.Fatalf("own-group: the loop stopped (after %v): the row cannot tell; terminal:\n%s", took, out)
 			}
