@@ -197,6 +197,19 @@ func suspendAndFg(t *testing.T, prelude string, viaScript bool) (stopped bool, s
 		s.send("\x03")
 		return false, s.output()
 	}
+	if viaScript {
+		// The script stops at the TSTP itself, and the shell shows it
+		// stopped then; withlock stops what left the group (the daemon),
+		// and itself last.
+		waitFor(t, 10*time.Second, func() bool {
+			for _, p := range markedProcesses(markOf(t)) {
+				if strings.Contains(p.cmdline, " run --dir ") && p.state == 'T' {
+					return true
+				}
+			}
+			return false
+		}, "withlock to stop itself")
+	}
 	if tk.grewOver(300 * time.Millisecond) {
 		t.Errorf("after Ctrl-Z the shell shows the job stopped but its tree runs on")
 	}
