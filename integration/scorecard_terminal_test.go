@@ -28,6 +28,7 @@ type ptyShell struct {
 	mu     sync.Mutex
 	out    bytes.Buffer
 	copied chan struct{}
+	ended  chan struct{} // closed once cmd is reaped
 }
 
 func startPtyShell(t *testing.T) *ptyShell {
@@ -35,11 +36,22 @@ func startPtyShell(t *testing.T) *ptyShell {
 	cmd := exec.Command("bash", "--norc", "--noprofile", "-i")
 	cmd.Env = append(testEnv(t), "PS1=$ ", "TERM=dumb", "HISTFILE=/dev/null")
 	cmd.Dir = t.TempDir()
+	s := startOnPty(t, cmd)
+	s.expect("$ ", 10*time.Second)
+	return s
+}
+
+// startOnPty starts cmd as the session leader of a new pseudo-terminal, its
+// controlling terminal and stdin, stdout and stderr, in its foreground, as
+// a terminal emulator starts a user's shell.
+func startOnPty(t *testing.T, cmd *exec.Cmd) *ptyShell {
+	t.Helper()
 	master, err := pty.Start(cmd)
 	if err != nil {
-		t.Fatalf("start bash on a pty: %v", err)
+		t.Fatalf("start %s on a pty: %v", cmd, err)
 	}
-	s := &ptyShell{t: t, master: master, cmd: cmd, copied: make(chan struct{})}
+	s := &ptyShell{t: t, master: master, cmd: cmd, copied: make(chan struct{}), ended: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.ended) }()
 	go func() {
 		defer close(s.copied)
 		buf := make([]byte, 4096)
@@ -61,12 +73,22 @@ func startPtyShell(t *testing.T) *ptyShell {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-s.ended
 		master.Close()
 		<-s.copied
 	})
-	s.expect("$ ", 10*time.Second)
 	return s
+}
+
+// exitWithin waits up to d for the process on the pty to end and returns
+// its exit status (128+N when killed by signal N).
+func (s *ptyShell) exitWithin(d time.Duration) (code int, ok bool) {
+	select {
+	case <-s.ended:
+		return exitStatus(s.cmd.ProcessState), true
+	case <-time.After(d):
+		return 0, false
+	}
 }
 
 func (s *ptyShell) output() string {
@@ -151,18 +173,42 @@ func TestScorecardCtrlCStopsLoopNegativeControl(t *testing.T) {
 // presses Ctrl-Z, and reports whether the shell showed the job stopped with
 // the whole tree stopped and answered (the terminal is not left hung), then
 // resumes it with fg, checks it ticks again and ends it with Ctrl-C.
-func suspendAndFg(t *testing.T, prelude string) (stopped bool, screen string) {
+//
+// viaScript runs withlock from a script (`bash script.sh`) instead, so that
+// it shares the script's process group with the command.
+func suspendAndFg(t *testing.T, prelude string, viaScript bool) (stopped bool, screen string) {
 	t.Helper()
 	s := startPtyShell(t)
 	work := t.TempDir()
 	tk := &ticking{main: filepath.Join(work, "main.ticks"), daemon: filepath.Join(work, "daemon.ticks")}
-	s.send(fmt.Sprintf("%s run --dir %s z -- sh -c %s sh %s %s\n", strconv.Quote(binary(t)),
-		strconv.Quote(filepath.Join(work, "locks")), shellQuote(prelude+tickTree), strconv.Quote(tk.main), strconv.Quote(tk.daemon)))
+	line := fmt.Sprintf("%s run --dir %s z -- sh -c %s sh %s %s\n", strconv.Quote(binary(t)),
+		strconv.Quote(filepath.Join(work, "locks")), shellQuote(prelude+tickTree), strconv.Quote(tk.main), strconv.Quote(tk.daemon))
+	if viaScript {
+		script := filepath.Join(work, "script.sh")
+		if err := os.WriteFile(script, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		line = "bash " + strconv.Quote(script) + "\n"
+	}
+	s.send(line)
 	tk.waitGrowing(t, "the tree to tick")
 	s.send("\x1a")
 	if !s.shows("Stopped", 10*time.Second) {
 		s.send("\x03")
 		return false, s.output()
+	}
+	if viaScript {
+		// The script stops at the TSTP itself, and the shell shows it
+		// stopped then; withlock stops what left the group (the daemon),
+		// and itself last.
+		waitFor(t, 10*time.Second, func() bool {
+			for _, p := range markedProcesses(markOf(t)) {
+				if strings.Contains(p.cmdline, " run --dir ") && p.state == 'T' {
+					return true
+				}
+			}
+			return false
+		}, "withlock to stop itself")
 	}
 	if tk.grewOver(300 * time.Millisecond) {
 		t.Errorf("after Ctrl-Z the shell shows the job stopped but its tree runs on")
@@ -170,29 +216,50 @@ func suspendAndFg(t *testing.T, prelude string) (stopped bool, screen string) {
 	if !s.answer("alive", 5*time.Second) {
 		t.Fatalf("after Ctrl-Z the terminal does not answer; it showed:\n%s", s.output())
 	}
+	locks := filepath.Join(work, "locks")
+	if _, stderr, code := runWithlock(t, "run", "--dir", locks, "z", "--", "true"); code != 75 {
+		t.Errorf("a second run of the stopped job's lock exited %d, want 75 (still held); stderr: %s", code, stderr)
+	}
 	s.send("fg\n")
 	tk.waitGrowing(t, "the tree to tick again after fg")
 	s.send("\x03")
 	if !s.answer("done", 20*time.Second) {
 		t.Fatalf("after fg and Ctrl-C the shell does not answer; terminal:\n%s", s.output())
 	}
+	// The check above can tell: once the job is over, the same run is free.
+	if _, stderr, code := runWithlock(t, "run", "--dir", locks, "z", "--", "true"); code != 0 {
+		t.Errorf("a run of the lock after the job ended exited %d, want 0; stderr: %s", code, stderr)
+	}
 	return true, s.output()
 }
 
 // TestScorecardCtrlZFg: Ctrl-Z on the terminal (the TSTP goes to the
 // command's group, which holds the terminal) stops the command's tree and
-// withlock with it: bash shows the job stopped and answers; fg resumes it
-// (the lock checked first) and it ticks again; Ctrl-C then ends it.
+// withlock with it: bash shows the job stopped and answers, and a second
+// run of the lock is refused meanwhile (exclusion holds); fg resumes it
+// (the lock checked first) and it ticks again; Ctrl-C then ends it, and
+// the lock is free.
 func TestScorecardCtrlZFg(t *testing.T) {
-	if stopped, out := suspendAndFg(t, ""); !stopped {
+	if stopped, out := suspendAndFg(t, "", false); !stopped {
 		t.Errorf("Ctrl-Z: the shell never showed the job stopped; terminal:\n%s", out)
+	}
+}
+
+// TestScorecardScriptCtrlZFg: the same for withlock in a script the
+// interactive bash runs (`bash script.sh`), which shares the script's group
+// with the command: Ctrl-Z stops the script, withlock and the command's
+// whole tree (the setsid'd daemon by withlock), a second run is refused
+// meanwhile, fg resumes them all and Ctrl-C ends them.
+func TestScorecardScriptCtrlZFg(t *testing.T) {
+	if stopped, out := suspendAndFg(t, "", true); !stopped {
+		t.Errorf("Ctrl-Z: the shell never showed the script stopped; terminal:\n%s", out)
 	}
 }
 
 // TestScorecardCtrlZFgNegativeControl: a command that ignores TSTP does not
 // stop on Ctrl-Z, and the row's check sees no stopped job.
 func TestScorecardCtrlZFgNegativeControl(t *testing.T) {
-	if stopped, out := suspendAndFg(t, "trap '' TSTP\n"); stopped {
+	if stopped, out := suspendAndFg(t, "trap '' TSTP\n", false); stopped {
 		t.Fatalf("a TSTP-ignoring command still showed as stopped: the row cannot tell; terminal:\n%s", out)
 	}
 }

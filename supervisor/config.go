@@ -64,22 +64,14 @@ const (
 	Unreaped                  // still not gone after KILL and the final wait (e.g. in D state)
 )
 
+var reasonNames = [...]string{Exited: "exited", Signaled: "signaled", TimedOut: "timed out",
+	LockLost: "lock lost", SpawnFailed: "spawn failed", Unreaped: "unreaped"}
+
 func (r Reason) String() string {
-	switch r {
-	case Exited:
-		return "exited"
-	case Signaled:
-		return "signaled"
-	case TimedOut:
-		return "timed out"
-	case LockLost:
-		return "lock lost"
-	case SpawnFailed:
-		return "spawn failed"
-	case Unreaped:
-		return "unreaped"
+	if r < 0 || int(r) >= len(reasonNames) {
+		return "unknown"
 	}
-	return "unknown"
+	return reasonNames[r]
 }
 
 // Result is how the child ended and the status withlock must exit with.

@@ -1,11 +1,17 @@
-// Package supervisor runs withlock's command as a supervised child: in its own
-// process group, with default signal dispositions, holding the terminal when
-// withlock had it, with signals forwarded, a timeout and a lost lock turned
-// into TERM → grace → KILL, and — with package reaper — nothing of the
-// child's process tree left behind when Run returns.
+// Package supervisor runs withlock's command as a supervised child: in its
+// own process group, holding the terminal when withlock had it, or in its
+// caller's group when withlock, on a terminal, does not lead one (a script,
+// make: the terminal's keys then reach caller and command alike), with
+// withlock's signal dispositions, with signals forwarded, and a timeout and
+// a lost lock turned into TERM → grace → KILL.
 //
-// Only Linux is supported; elsewhere Run and DieWithParent return an error
-// matching errors.ErrUnsupported.
+// It is also the reaper: withlock is a child subreaper while Run runs, so
+// double-forked and setsid'd descendants reparent to it instead of init;
+// every zombie is reaped, and the descendants that outlive the command are
+// found in /proc, signalled by pidfd and waited out, so nothing of the
+// child's process tree is left behind when Run returns.
+//
+// Only Linux is supported (internal/fsys stops other builds).
 package supervisor
 
 import "errors"
@@ -15,8 +21,6 @@ var (
 	ErrNotFound = errors.New("command not found")
 	// ErrNotExecutable: the command exists but cannot be executed (exit status 126).
 	ErrNotExecutable = errors.New("command not executable")
-	// ErrUnsupported: this platform cannot supervise a child.
-	ErrUnsupported = errors.ErrUnsupported
 )
 
 // Exit statuses of SPEC §2 that the supervisor decides.

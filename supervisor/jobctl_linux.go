@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // stopWait bounds how long a job-control stop waits for the child's group
@@ -44,7 +44,7 @@ func (s *supervision) suspend(sig syscall.Signal) {
 		return
 	}
 	if sig != 0 {
-		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
+		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(sig)
 	}
 	if !s.awaitGroupStop() {
@@ -52,7 +52,7 @@ func (s *supervision) suspend(sig syscall.Signal) {
 	}
 	stopped := s.stopTree()
 	heldBy := s.takeTerminal()
-	s.log.Info().Str("event", "suspended").Int("pgid", s.pid).Int("stopped_outside_group", len(stopped)).Msg("command stopped; stopping withlock")
+	s.log.Info().Str("event", "suspended").Int("pgid", s.pgid).Int("stopped_outside_group", len(stopped)).Msg("command stopped; stopping withlock")
 	if err := StopSelf(); err != nil {
 		s.log.Warn().Err(err).Msg("could not stop withlock; continuing the command")
 	} else {
@@ -62,12 +62,13 @@ func (s *supervision) suspend(sig syscall.Signal) {
 }
 
 // followStop runs on SIGCHLD: a main child stopped by TSTP, TTIN or TTOU
-// makes withlock follow it (suspend).
+// makes withlock follow it (suspend). Sharing its group, withlock got the
+// same stop signal from the terminal and follows on that instead.
 func (s *supervision) followStop() {
-	if s.exited || s.tearing {
+	if s.exited || s.tearing || s.shared {
 		return
 	}
-	sig, stopped, err := reaper.StopSignal(s.pid)
+	sig, stopped, err := stopSignal(s.pid)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("look for a stopped child")
 		return
@@ -98,14 +99,10 @@ func (s *supervision) awaitGroupStop() bool {
 // of its group is neither stopped nor a zombie.
 func (s *supervision) groupState() (main byte, running bool) {
 	for _, p := range s.descendants() {
-		st := reaper.State(p)
 		if p.Pid == s.pid {
-			main = st
+			main = p.State
 		}
-		if st == 0 || st == 'T' || st == 't' || st == 'Z' {
-			continue
-		}
-		if pgid, err := unix.Getpgid(p.Pid); err == nil && pgid == s.pid {
+		if !runsNothing(p.State) && s.inGroup(p) {
 			running = true
 		}
 	}
@@ -115,18 +112,17 @@ func (s *supervision) groupState() (main byte, running bool) {
 // stopTree SIGSTOPs every descendant that still runs and returns those
 // outside the child's group, so that resume continues exactly them (and
 // the group, with one CONT each).
-func (s *supervision) stopTree() []reaper.Process {
-	var outside []reaper.Process
+func (s *supervision) stopTree() []proc.Process {
+	var outside []proc.Process
 	for _, p := range s.descendants() {
-		switch reaper.State(p) {
-		case 0, 'T', 't', 'Z':
+		if runsNothing(p.State) {
 			continue
 		}
-		if err := reaper.Signal(p, syscall.SIGSTOP); err != nil {
+		if err := signalProcess(p, syscall.SIGSTOP); err != nil {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}
-		if pgid, err := unix.Getpgid(p.Pid); err != nil || pgid != s.pid {
+		if !s.inGroup(p) {
 			outside = append(outside, p)
 		}
 	}
@@ -139,11 +135,11 @@ func (s *supervision) stopTree() []reaper.Process {
 // to the group that had it, when withlock is in the foreground again (`fg`;
 // after `bg` the command runs in the background, and stops again by itself
 // if it reads the terminal), and the tree is continued.
-func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
+func (s *supervision) resume(stopped []proc.Process, heldBy int) {
 	if s.cfg.Verify != nil {
 		if err := s.cfg.Verify(); err != nil {
 			if s.cfg.OnLost == KillOnLost {
-				s.log.Error().Str("event", "lost").Err(err).Int("pgid", s.pid).Msg("lock lost while stopped; killing the command before it runs again")
+				s.log.Error().Str("event", "lost").Err(err).Int("pgid", s.pgid).Msg("lock lost while stopped; killing the command before it runs again")
 				s.cause, s.tearing, s.killAt = LockLost, true, time.Now()
 				s.kill()
 				return
@@ -152,7 +148,7 @@ func (s *supervision) resume(stopped []reaper.Process, heldBy int) {
 		}
 	}
 	s.giveTerminal(heldBy)
-	s.log.Info().Str("event", "resumed").Int("pgid", s.pid).Msg("continuing the command")
+	s.log.Info().Str("event", "resumed").Int("pgid", s.pgid).Msg("continuing the command")
 	s.signalGroup(syscall.SIGCONT)
 	s.signalTree(stopped, syscall.SIGCONT)
 }
@@ -178,7 +174,7 @@ func (s *supervision) takeTerminal() int {
 // giveTerminal hands the terminal to heldBy (or the child's group) when
 // withlock's group holds it, that is when withlock is in the foreground.
 func (s *supervision) giveTerminal(heldBy int) {
-	if s.tty == nil || !s.tty.ours() {
+	if s.shared || s.tty == nil || !s.tty.ours() {
 		return
 	}
 	if heldBy == 0 {

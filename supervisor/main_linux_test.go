@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -96,7 +96,7 @@ func superviseRole() int {
 	if runErr != nil {
 		out.Err = runErr.Error()
 	}
-	left, _ := reaper.Descendants(os.Getpid())
+	left, _ := proc.Descendants(os.Getpid())
 	out.Leftovers = len(left)
 	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil {
 		out.ForegroundAfter = fg == unix.Getpgrp()

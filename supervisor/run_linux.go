@@ -3,15 +3,13 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"github.com/withlock/withlock/internal/failpoint"
 	"os"
 	"runtime"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // Tunables of the final phase, variables so tests can read them.
@@ -47,21 +45,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	if failpoint.On(failpoint.NoSubreaper) {
 		cfg.KeepOrphans = true
-	} else if err := reaper.SetSubreaper(true); err != nil {
+	} else if err := setSubreaper(true); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")
 	} else {
-		defer clearSubreaper(cfg.Log)
+		// Undone once Run returns (daemons kept by KeepOrphans are ours
+		// by then); clearing a mark that could be set does not fail.
+		defer setSubreaper(false)
 	}
 
-	// The child's group gets the terminal when withlock holds it now.
-	tty := controllingTerminal(orStd(cfg.Stdin, os.Stdin))
+	// Sharing the caller's group, the command never gets the terminal
+	// (it has it with withlock when their group has it); otherwise the
+	// child's own group gets it when withlock holds it now.
+	tty := controllingTerminal(orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr))
+	shared := sharesCallersGroup(tty)
 	var term *terminal
-	if tty != nil && tty.ours() {
+	if !shared && tty != nil && tty.ours() {
 		term = tty
 	}
 	started := make(chan spawned, 1)
 	exited := make(chan struct{}, 1)
-	go forkAndAwait(cfg, term, started, exited)
+	go forkAndAwait(cfg, spawnMode{term: term, shared: shared}, started, exited)
 	sp := <-started
 	if sp.err != nil {
 		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
@@ -75,9 +78,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Watch != nil {
 		lost = cfg.Watch()
 	}
-	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Msg("child started")
-	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, tty: tty, gave: term != nil,
+	cfg.Log.Debug().Int("pid", pid).Strs("argv", cfg.Argv).Bool("terminal", term != nil).Bool("callers_group", shared).Msg("child started")
+	s := &supervision{cfg: cfg, log: cfg.Log, self: os.Getpid(), pid: pid, pgid: pid, shared: shared, tty: tty, gave: term != nil,
 		chld: cfg.Signals.Chld(), childExited: exited, lost: lost, cause: noCause}
+	if shared {
+		s.pgid = unix.Getpgrp()
+	}
 	res := s.run(ctx)
 	res.Pid = pid
 	return res, nil
@@ -99,11 +105,9 @@ type spawned struct {
 // WNOWAIT leaves the zombie for the loop's reaper, the one place statuses
 // are taken. If Run gives up on a child that never dies, this goroutine
 // stays blocked; the process ends soon after anyway.
-func forkAndAwait(cfg Config, term *terminal, started chan<- spawned, exited chan<- struct{}) {
+func forkAndAwait(cfg Config, mode spawnMode, started chan<- spawned, exited chan<- struct{}) {
 	runtime.LockOSThread()
-	var pid int
-	var err error
-	pid, err = spawn(cfg, term)
+	pid, err := spawn(cfg, mode)
 	started <- spawned{pid, err}
 	if err == nil {
 		awaitExit(pid)
@@ -115,19 +119,7 @@ func forkAndAwait(cfg Config, term *terminal, started chan<- spawned, exited cha
 // awaitExit blocks until child pid has exited (or is no longer ours to
 // wait for: ECHILD once the loop has reaped it), without reaping it.
 func awaitExit(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
-// clearSubreaper undoes SetSubreaper, so the process is as it was once Run
-// returns (daemons kept by KeepOrphans are already ours by then).
-func clearSubreaper(log zerolog.Logger) {
-	if err := reaper.SetSubreaper(false); err != nil {
-		log.Warn().Err(err).Msg("could not clear the subreaper mark")
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
 }

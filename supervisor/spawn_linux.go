@@ -12,8 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// spawnMode says which process group the child starts in.
+type spawnMode struct {
+	term   *terminal // the child's new group takes this terminal; nil: none
+	shared bool      // the child stays in withlock's group, its caller's
+}
+
 // spawn starts the child and returns its pid, which is also its process
-// group id. It does not wait for it: the supervision loop reaps it.
+// group id unless mode.shared keeps it in withlock's. It does not wait for
+// it: the supervision loop reaps it.
 //
 // The caller must have locked its goroutine to the OS thread and keep it
 // locked until the child has exited (forkAndAwait does). PR_SET_PDEATHSIG
@@ -21,7 +28,7 @@ import (
 // Go pdeathsig pitfall, golang.org/issue/27505): forked from an unlocked
 // goroutine, the child could be KILLed whenever the runtime retires that
 // thread. On a locked thread the parent thread lives as long as the child.
-func spawn(cfg Config, term *terminal) (int, error) {
+func spawn(cfg Config, mode spawnMode) (int, error) {
 	path := cfg.Path
 	if path == "" {
 		var err error
@@ -31,15 +38,15 @@ func spawn(cfg Config, term *terminal) (int, error) {
 	}
 	stdin, stdout, stderr := orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
 	sys := &syscall.SysProcAttr{
-		Setpgid:   true,
+		Setpgid:   !mode.shared,
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if term != nil {
+	if mode.term != nil {
 		// The child makes its new group the terminal's foreground group
 		// itself, between fork and exec, with all signals still blocked
 		// (so no SIGTTOU stops it).
 		sys.Foreground = true
-		sys.Ctty = term.fd
+		sys.Ctty = mode.term.fd
 	}
 	files := []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}
 	for _, f := range cfg.ExtraFiles {

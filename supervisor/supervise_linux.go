@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/reaper"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // noCause marks a run that withlock did not kill for a reason of its own:
@@ -23,7 +23,7 @@ const noCause Reason = -1
 //
 // Reaping and the exec status: the child is started with syscall.ForkExec
 // (no os/exec Cmd, no Cmd.Wait), and every exit — the main child's, a
-// reparented daemon's, a zombie's — is collected by reaper.Reap's
+// reparented daemon's, a zombie's — is collected by reapAll's
 // wait4(-1, WNOHANG) loop, which runs on every turn of the loop. The main
 // child's status is taken from that loop by pid, so the reaper cannot steal
 // it from anyone. A turn follows the main child's exit (forkAndAwait's
@@ -32,11 +32,16 @@ const noCause Reason = -1
 type supervision struct {
 	cfg  Config
 	log  zerolog.Logger
-	self int       // our pid: the root of the tree we clean
-	pid  int       // the main child, also its process group id
-	tty  *terminal // withlock's controlling terminal on the child's stdin, or nil
-	gave bool      // the child's side holds the terminal: withlock gave it
-	chld <-chan os.Signal
+	self int // our pid: the root of the tree we clean
+	pid  int // the main child
+	pgid int // the command's process group: pid, or withlock's when shared
+	// shared: the command is in withlock's group, its caller's
+	// (sharesCallersGroup). That group is never signalled as a whole (it
+	// holds the caller): its members below withlock are, one by one.
+	shared bool
+	tty    *terminal // withlock's controlling terminal on the child's stdio, or nil
+	gave   bool      // the child's side holds the terminal: withlock gave it
+	chld   <-chan os.Signal
 	// childExited receives once the main child has exited (not yet
 	// reaped): forkAndAwait's waitid returned.
 	childExited <-chan struct{}
@@ -57,8 +62,12 @@ type supervision struct {
 }
 
 func (s *supervision) run(ctx context.Context) Result {
-	timeout := startTimer(s.cfg.Timeout)
-	defer stopTimer(timeout)
+	var timeout <-chan time.Time // nil: no timeout, never ready
+	if s.cfg.Timeout > 0 {
+		t := time.NewTimer(s.cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
 	lost, done := s.lost, ctx.Done()
@@ -83,7 +92,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.childExited = nil
 		case sig := <-s.cfg.Signals.C():
 			s.onSignal(sig)
-		case <-timerC(timeout):
+		case <-timeout:
 			timeout = nil
 			s.log.Info().Str("event", "timeout").Dur("timeout", s.cfg.Timeout).Msg("timeout elapsed, stopping the command")
 			s.teardown(TimedOut)
@@ -100,7 +109,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.kill()
 		}
 	}
-	s.restoreTerminal()
+	s.takeTerminal()
 	return s.result()
 }
 
@@ -122,27 +131,31 @@ func (s *supervision) nextWake() time.Duration {
 
 // reap collects every exited child and notes the main child's status.
 func (s *supervision) reap() {
-	exits, err := reaper.Reap()
+	exits, err := reapAll()
 	if err != nil {
 		s.log.Warn().Err(err).Msg("reap")
 	}
 	for _, e := range exits {
-		if e.Pid == s.pid {
-			s.exited, s.status = true, e.Status
-			s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("child ended")
+		if e.pid == s.pid {
+			s.exited, s.status = true, e.status
+			s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("child ended")
 			continue
 		}
-		s.log.Debug().Int("pid", e.Pid).Int("status", exitStatus(e.Status)).Msg("reaped orphan")
+		s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("reaped orphan")
 	}
 }
 
 // onSignal acts on a caught signal: TERM and INT start the teardown, TSTP,
 // TTIN and TTOU stop the child's tree and withlock (jobctl_linux.go), and
-// every other one is forwarded to the child's group.
+// every other one is forwarded to the child's group. Sharing the caller's
+// group, the terminal's own signals have reached the command already
+// (onTerminalSignal).
 func (s *supervision) onSignal(sig os.Signal) {
 	ss, ok := sig.(syscall.Signal)
 	switch {
 	case !ok:
+	case s.shared && fromTerminal(ss):
+		s.onTerminalSignal(ss)
 	case startsTeardown(ss):
 		s.onStop(ss)
 	case StopsJob(ss):
@@ -156,7 +169,7 @@ func (s *supervision) onSignal(sig os.Signal) {
 		if ss == syscall.SIGWINCH || ss == syscall.SIGCONT {
 			ev = s.log.Debug()
 		}
-		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pid).Msg("forwarding signal")
+		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(ss)
 		if ss == syscall.SIGCONT {
 			// A SIGSTOP withlock could not see may have held it for longer
@@ -177,17 +190,37 @@ func (s *supervision) onSignal(sig os.Signal) {
 func (s *supervision) onStop(sig syscall.Signal) {
 	if s.tearing {
 		if sig == syscall.SIGINT && s.killedAt.IsZero() {
-			s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pid).Msg("second interrupt during the grace, killing now")
+			s.log.Info().Str("event", "teardown_killed").Stringer("signal", sig).Int("pgid", s.pgid).Msg("second interrupt during the grace, killing now")
 			s.kill()
 			return
 		}
-		s.log.Debug().Stringer("signal", sig).Int("pgid", s.pid).Msg("already stopping; the grace runs on")
+		s.log.Debug().Stringer("signal", sig).Int("pgid", s.pgid).Msg("already stopping; the grace runs on")
 		return
 	}
-	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pid).Msg("forwarding signal")
-	s.signalGroup(sig)
-	s.signalGroup(syscall.SIGCONT) // see teardown
-	s.startGrace()
+	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
+	s.stopGroup(sig)
+}
+
+// fromTerminal reports whether sig is one the terminal sends to its
+// foreground group (Ctrl-C, Ctrl-\, Ctrl-Z, a resize; TTIN and TTOU go to
+// the group of a background reader or writer).
+func fromTerminal(sig syscall.Signal) bool {
+	return sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGWINCH || StopsJob(sig)
+}
+
+// onTerminalSignal acts on a signal of the terminal's while the command
+// shares withlock's group: the kernel has delivered it to the whole group,
+// caller and command, so it is not forwarded (one key press, one signal to
+// the command: a program that takes a second Ctrl-C for "force quit" must
+// not see a copy), and an INT starts no teardown (a program that traps it
+// runs on, as it would without withlock). A stop still stops withlock and
+// whatever of the tree left the group (suspend), so that nothing of it runs
+// while withlock renews nothing.
+func (s *supervision) onTerminalSignal(sig syscall.Signal) {
+	s.log.Debug().Stringer("signal", sig).Msg("the terminal's signal reached the command's group itself; not forwarding")
+	if StopsJob(sig) {
+		s.suspend(0)
+	}
 }
 
 // checkLock runs the Verify hook and treats a failure as a lost lock.
@@ -219,10 +252,15 @@ func (s *supervision) teardown(cause Reason) {
 		return
 	}
 	s.cause = cause
-	s.signalGroup(syscall.SIGTERM)
-	// CONT after TERM, as systemd does: a stopped process (Ctrl-Z, a
-	// background read of the terminal) holds the TERM pending and would
-	// sit out the whole grace until KILL.
+	s.stopGroup(syscall.SIGTERM)
+}
+
+// stopGroup sends sig and then CONT to the child's group and starts the
+// grace. CONT after the stop signal, as systemd does: a stopped process
+// (Ctrl-Z, a background read of the terminal) holds the TERM pending and
+// would sit out the whole grace until KILL.
+func (s *supervision) stopGroup(sig syscall.Signal) {
+	s.signalGroup(sig)
 	s.signalGroup(syscall.SIGCONT)
 	s.startGrace()
 }
@@ -242,7 +280,7 @@ func (s *supervision) startGrace() {
 // runs already, so the whole stop fits in one grace).
 func (s *supervision) startDraining() {
 	s.draining = true
-	s.restoreTerminal()
+	s.takeTerminal()
 	if s.cfg.KeepOrphans {
 		return
 	}
@@ -256,7 +294,7 @@ func (s *supervision) startDraining() {
 		return
 	}
 	s.signalTree(left, syscall.SIGTERM)
-	s.signalTree(left, syscall.SIGCONT) // see teardown
+	s.signalTree(left, syscall.SIGCONT) // see stopGroup
 	s.startGrace()
 }
 
@@ -265,7 +303,7 @@ func (s *supervision) startDraining() {
 func (s *supervision) kill() {
 	if s.killedAt.IsZero() {
 		s.killedAt = time.Now()
-		s.log.Info().Str("event", "teardown_killed").Int("pgid", s.pid).Dur("grace", s.cfg.Grace).Msg("grace over, killing")
+		s.log.Info().Str("event", "teardown_killed").Int("pgid", s.pgid).Dur("grace", s.cfg.Grace).Msg("grace over, killing")
 	}
 	s.signalGroup(syscall.SIGKILL)
 	if !s.cfg.KeepOrphans {
@@ -297,11 +335,6 @@ func (s *supervision) giveUp() {
 		Msg("processes survive KILL (uninterruptible sleep?); giving up on them")
 }
 
-// restoreTerminal takes the terminal back when withlock gave it away.
-func (s *supervision) restoreTerminal() {
-	s.takeTerminal()
-}
-
 // signalGroup signals the child's process group; an empty group is fine. A
 // main child that left its group (setsid, setpgid) is signalled by pid too.
 //
@@ -313,25 +346,48 @@ func (s *supervision) signalGroup(sig syscall.Signal) {
 	if s.exited {
 		return
 	}
+	if s.shared {
+		s.signalTree(s.groupMembers(), sig)
+		return
+	}
 	err := unix.Kill(-s.pid, sig)
 	if err != nil && !errors.Is(err, unix.ESRCH) {
-		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pid).Msg("signal group")
+		s.log.Warn().Err(err).Stringer("signal", sig).Int("pgid", s.pgid).Msg("signal group")
 	}
 	if pgid, err := unix.Getpgid(s.pid); err == nil && pgid != s.pid {
 		_ = unix.Kill(s.pid, sig)
 	}
 }
 
-func (s *supervision) signalTree(ps []reaper.Process, sig syscall.Signal) {
-	if err := reaper.SignalAll(ps, sig); err != nil {
-		s.log.Warn().Err(err).Stringer("signal", sig).Msg("signal leftovers")
+// groupMembers lists the descendants in the command's process group, and
+// the main child wherever it is: what kill(-pgid) would reach of the tree.
+func (s *supervision) groupMembers() []proc.Process {
+	var in []proc.Process
+	for _, p := range s.descendants() {
+		if p.Pid == s.pid || s.inGroup(p) {
+			in = append(in, p)
+		}
+	}
+	return in
+}
+
+// inGroup reports whether p (as a fresh scan saw it) is in the command's
+// process group.
+func (s *supervision) inGroup(p proc.Process) bool { return p.Pgrp == s.pgid }
+
+// signalTree signals each of ps by pidfd (signalProcess).
+func (s *supervision) signalTree(ps []proc.Process, sig syscall.Signal) {
+	for _, p := range ps {
+		if err := signalProcess(p, sig); err != nil {
+			s.log.Warn().Err(err).Stringer("signal", sig).Msg("signal leftovers")
+		}
 	}
 }
 
 // descendants lists our live descendants. If /proc cannot be read there is
 // nothing better to do than log it and report none (Run must return).
-func (s *supervision) descendants() []reaper.Process {
-	ps, err := reaper.Descendants(s.self)
+func (s *supervision) descendants() []proc.Process {
+	ps, err := proc.Descendants(s.self)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("list descendants")
 	}
@@ -365,25 +421,4 @@ func exitStatus(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
-}
-
-func startTimer(d time.Duration) *time.Timer {
-	if d <= 0 {
-		return nil
-	}
-	return time.NewTimer(d)
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
-}
-
-// timerC is t's channel, or nil (never ready) for no timer.
-func timerC(t *time.Timer) <-chan time.Time {
-	if t == nil {
-		return nil
-	}
-	return t.C
 }

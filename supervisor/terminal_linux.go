@@ -6,25 +6,41 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
-// terminal is withlock's controlling terminal, on the descriptor the child
-// gets as stdin. When withlock is its foreground group the child's group
+// terminal is withlock's controlling terminal, found on one of the
+// descriptors the child gets as stdin, stdout and stderr. When withlock
+// leads its group and that group is in the foreground, the child's group
 // gets it; withlock takes it back when the child ends or the job stops.
 type terminal struct {
 	fd   int
 	pgrp int // withlock's own process group
 }
 
-// controllingTerminal returns the terminal on f when f is withlock's
-// controlling terminal, else nil. TIOCGPGRP fails with ENOTTY on a terminal
-// that is not ours (and on anything that is not a terminal).
-func controllingTerminal(f *os.File) *terminal {
-	fd := int(f.Fd())
-	if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil {
-		return nil
+// controllingTerminal returns the terminal on the first of files that is
+// withlock's controlling terminal, else nil. TIOCGPGRP fails with ENOTTY on
+// a terminal that is not ours (and on anything that is not a terminal).
+func controllingTerminal(files ...*os.File) *terminal {
+	for _, f := range files {
+		fd := int(f.Fd())
+		if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
+			return &terminal{fd: fd, pgrp: unix.Getpgrp()}
+		}
 	}
-	return &terminal{fd: fd, pgrp: unix.Getpgrp()}
+	return nil
+}
+
+// sharesCallersGroup reports whether the command stays in withlock's
+// process group, its caller's: withlock has a controlling terminal but does
+// not lead its group, so its caller is no job-control shell (a script run
+// as `bash script.sh`, make, `sh -c` from a program, a pipeline's later
+// stage). A job-control shell makes every job a group of its own, led by
+// its first process. In that group the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z
+// reach the caller and the command as if the caller ran the command itself.
+func sharesCallersGroup(tty *terminal) bool {
+	return tty != nil && tty.pgrp != os.Getpid() && !failpoint.On(failpoint.OwnGroup)
 }
 
 // foreground returns the terminal's foreground process group.

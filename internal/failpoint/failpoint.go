@@ -38,6 +38,10 @@ const (
 	BrokenSlots = "broken-slots"
 	// NoSubreaper: the supervisor is no subreaper and leaves leftovers.
 	NoSubreaper = "no-subreaper"
+	// OwnGroup: the supervisor gives its command a process group of its
+	// own (and the terminal) even when withlock shares its caller's group
+	// on a terminal, so the caller no longer sees the terminal's signals.
+	OwnGroup = "own-group"
 	// SlowSubscribe holds the signal subscription back 300 ms.
 	SlowSubscribe = "slow-subscribe"
 	// WaitUnsubscribed lets a lock wait block before the signal

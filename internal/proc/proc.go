@@ -3,7 +3,7 @@
 // /proc/<pid>/stat, which tells a process from a later one reusing its pid),
 // this boot's id, the pid namespace /proc shows, the descendants of a pid,
 // the members of a process group, and the processes that have a given file
-// open. The run lock judges holders with it; the reaper finds leftovers.
+// open. The run lock judges holders with it; the supervisor finds leftovers.
 //
 // Only Linux has /proc; elsewhere every function returns an error matching
 // errors.ErrUnsupported, and Live answers Alive, so nothing is reclaimed on
