@@ -618,189 +618,48 @@ func counterText(token uint64) [21]byte {
 }
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
-// 0: one attempt). It never spins: between attempts it blocks until the
-// holder on this host lets go of the hold (hold.go), or, for other holders,
-// until the lock file is removed or renamed (inotify) or the holder dies
-// (pidfd); and at the latest until the holder's lock expires or a capped,
-// jittered backoff runs out. Faults that are not contention end after a
-// few attempts with ErrUnavailable. ctx ending aborts the wait with
-// context.Cause(ctx).
+// 0: one attempt), in the one wait loop (wait.go). A holder on this host
+// that keeps the hold (hold.go) is waited for in the hold's queue; any
+// other, on the lock file (inotify), its pid (pidfd) or its tree file.
+// Faults that are not contention end after a few attempts with
+// ErrUnavailable. ctx ending aborts the wait with context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
-	start := r.now()
-	// The waker (inotify on the directory, a pidfd for a local holder) is
-	// made only once there is something to wait for; the attempt right
-	// after it is made sees every change from then on.
-	var w *waker
 	// What the waiter brings to each attempt: its place in the hold's
 	// queue, asked for once a holder on this host keeps the hold, and what
 	// it made ready before its wait blocked. Given up on return unless the
 	// new lock took it.
 	var wt waiter
-	defer func() {
-		if w != nil {
-			w.Close()
-		}
-		wt.giveUp()
-	}()
-	// A holder's tree that runs on without it (or in another pid
-	// namespace) is waited for on its tree file's flock: the last process
-	// of the tree exiting wakes us.
-	var treeEnded <-chan struct{}
-	treeFor := ""
-	graced := false
-	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
-	faults := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx)
-		}
-		lock, holder, err := r.tryAcquire(runID, &wt)
-		if lock != nil {
-			return lock, nil
-		}
-		now := r.now()
-		left := time.Duration(1<<63 - 1)
-		if wait >= 0 {
-			left = start.Add(wait).Sub(now)
-		}
-		if err != nil {
-			if fatal, ok := r.fault(runID, err, &faults, left); ok {
-				return nil, fatal
+	defer wt.giveUp()
+	var lock *Lock
+	err := r.loop(ctx, waitFor{
+		runID: runID,
+		start: r.now(),
+		wait:  wait,
+		names: []string{Key(runID) + ".lock"},
+		try: func() (bool, []*Holder, error) {
+			l, holder, err := r.tryAcquire(runID, &wt)
+			lock = l
+			if err != nil || l != nil {
+				return l != nil, nil, err
 			}
-			if w == nil {
-				w = newWaker(ctx, r.Dir, Key(runID)+".lock")
-			}
-			// Retry a fault after a pause even when the wait is over: the
-			// attempts are bounded by maxFaults, and a transient error
-			// (a directory being recreated) deserves a moment.
-			w.Wait(bo.next(), 0, nil)
-			continue
-		}
-		faults = 0
-		if holder.Orphaned && !graced {
-			// The holder just died, most likely: its direct child's
-			// parent-death signal is in flight and the tree may be
-			// ending. Give it orphanGrace before calling it a conflict.
-			graced = true
-			if ended := awaitTreeEnd(holder.TreeFile); ended != nil {
-				t := time.NewTimer(orphanGrace)
-				select {
-				case <-ended:
-				case <-t.C:
-				case <-ctx.Done():
+			return false, []*Holder{holder}, nil
+		},
+		queue: func(held []*Holder) (*holdRequest, bool, bool) {
+			wt.prepare(r, runID)
+			if h := held[0]; h.Hold && h.Local && !wt.hold.isGranted() {
+				if !wt.hold.live() {
+					if wt.hold = r.requestHold(runID); wt.hold.isGranted() {
+						return wt.hold, false, true // let go just now: look again at once
+					}
 				}
-				t.Stop()
-			}
-			continue
-		}
-		if left <= 0 {
-			holder.FindPids()
-			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
-		}
-		if holder.Hold && holder.Local && !wt.hold.isGranted() {
-			if !wt.hold.live() {
-				if wt.hold = r.requestHold(runID); wt.hold.isGranted() {
-					continue // let go just now: look again at once
+				if wt.hold != nil {
+					return wt.hold, true, false
 				}
 			}
-			if wt.hold != nil {
-				// Queued in the kernel: woken when the holder lets go, as
-				// the only waiter woken. The poll covers what the hold
-				// cannot show (hold.go).
-				wt.prepare(r, runID)
-				r.at("wait:queued")
-				timeout := recheckBy(holder, now, min(left, jitter(r.holdPollEvery())))
-				if r.OnWait != nil {
-					r.OnWait(holder, now.Sub(start))
-				}
-				waitHold(ctx, wt.hold, timeout)
-				continue
-			}
-		}
-		if w == nil {
-			w = newWaker(ctx, r.Dir, Key(runID)+".lock")
-			continue
-		}
-		timeout := min(left, bo.next())
-		if w.Watching() {
-			// inotify wakes us on every change that matters; this poll
-			// only covers what it cannot see (a writer rewriting the file
-			// in place, a network filesystem).
-			timeout = min(left, jitter(5*time.Second))
-		}
-		timeout = recheckBy(holder, now, timeout)
-		wt.prepare(r, runID)
-		r.at("wait:watching")
-		if r.OnWait != nil {
-			r.OnWait(holder, now.Sub(start))
-		}
-		pid := 0
-		if holder.Local && !holder.Orphaned {
-			pid = holder.Pid
-		}
-		// Still queued for the hold (a holder without it, or one we saw
-		// before it took it): its grant wakes us too.
-		var granted <-chan struct{}
-		if wt.hold.pending() {
-			granted = wt.hold.grantedChan()
-		}
-		if holder.TreeFile != "" && (holder.Orphaned || !holder.Local) {
-			select {
-			case <-treeEnded:
-				treeFor = "" // ended once already: a new wait for a new look
-			default:
-			}
-			if treeFor != holder.TreeFile {
-				treeFor, treeEnded = holder.TreeFile, awaitTreeEnd(holder.TreeFile)
-			}
-			granted = treeEnded
-		}
-		w.Wait(timeout, pid, granted)
-	}
-}
-
-// orphanGrace is how long an acquirer that finds a dead holder's tree
-// still running waits for it to end before it reports a conflict: the
-// direct child gets a parent-death signal when the holder dies, and its
-// exit (and its descendants' when they were in the group being killed)
-// takes a moment. Trees that outlive it hold the lock.
-const orphanGrace = 250 * time.Millisecond
-
-// defaultHoldPoll is how often a waiter queued for the hold looks at the
-// lock file anyway (±25%): a lock file removed by hand or broken while its
-// holder runs, and a hold kept by a stopped process, are seen within it.
-// Like the directory watch's safety poll it is seconds, not less: an idle
-// waiter should cost next to no CPU.
-const defaultHoldPoll = 5 * time.Second
-
-func (r *RunLocker) holdPollEvery() time.Duration {
-	if p := r.knobs().holdPoll; p > 0 {
-		return p
-	}
-	return defaultHoldPoll
-}
-
-// recheckBy shortens timeout to end just after the holder's lock may have
-// turned stale by itself.
-func recheckBy(holder *Holder, now time.Time, timeout time.Duration) time.Duration {
-	if holder.RecheckAt.IsZero() {
-		return timeout // held while its tree runs: it turns stale only when that ends
-	}
-	if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
-		return min(timeout, until)
-	}
-	return min(timeout, 5*time.Millisecond)
-}
-
-// waitHold blocks until the hold is granted, timeout passes or ctx ends.
-func waitHold(ctx context.Context, hold *holdRequest, timeout time.Duration) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-hold.grantedChan():
-	}
+			return wt.hold, false, false
+		},
+	})
+	return lock, err
 }
 
 // maxFaults is how many attempts in a row may fail with an error that is
@@ -812,7 +671,7 @@ const maxFaults = 4
 // other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
-	if errors.Is(err, ErrInvalid) {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch) {
 		return err, true
 	}
 	if errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted) {
