@@ -67,13 +67,14 @@ func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
 
 // breakLock is Break; lockID, when set, is the only lock it may move.
 func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken, error) {
-	lockPath := r.LockPath(runID)
+	files := r.files(runID)
+	lockPath := files.lock
 	if _, err := r.fsys().Lstat(lockPath); errors.Is(err, fs.ErrNotExist) {
 		// Checked before the guard so that breaking a free run id does not
 		// leave a guard file (or a directory) behind.
 		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
 	}
-	g, err := r.lockGuard(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, err
 	}

@@ -56,12 +56,13 @@ func (r *RunLocker) judge(v lockView) Verdict {
 	return Judge(v, r.now(), r.self, r.live, r.probe)
 }
 
-// lockGuard serialises one state transition of runID (see guard_linux.go).
-func (r *RunLocker) lockGuard(runID string) (*os.File, error) {
+// lockGuard serialises one state transition of a run id: guard is its
+// guard file (see guard_linux.go).
+func (r *RunLocker) lockGuard(guard string) (*os.File, error) {
 	if r.knobs().unserialised {
 		return nil, nil
 	}
-	return lockGuard(r.fsys(), r.guardPath(runID), r.guardBound())
+	return lockGuard(r.fsys(), guard, r.guardBound())
 }
 
 // NewRunLocker returns a locker for dir with the given TTL, knowing who we
@@ -107,16 +108,26 @@ func Key(runID string) string {
 }
 
 // LockPath is where the lock file of runID lives.
-func (r *RunLocker) LockPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".lock")
+func (r *RunLocker) LockPath(runID string) string { return r.files(runID).lock }
+
+// runFiles are the files of one run id in the lock directory, named once
+// from its key.
+type runFiles struct {
+	lock  string // <key>.lock: the lock file
+	guard string // <key>.guard: serialises its state transitions
+	fence string // <key>.fence: the fencing counter, and the hold's flock (hold.go)
+	spare string // <key>.tree: the spare tree file (tree.go)
+	// A semaphore's or shared lock's (semaphore.go): its meta file, its
+	// waiters' queue and the flocks that count them.
+	sem, semq, waiting string
 }
 
-func (r *RunLocker) guardPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".guard")
-}
+func (r *RunLocker) files(runID string) runFiles { return filesOf(r.Dir, Key(runID)) }
 
-func (r *RunLocker) fencePath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".fence")
+func filesOf(dir, key string) runFiles {
+	base := filepath.Join(dir, key)
+	return runFiles{lock: base + ".lock", guard: base + ".guard", fence: base + ".fence", spare: base + ".tree",
+		sem: base + ".sem", semq: base + ".semq", waiting: base + ".waiting"}
 }
 
 // Holder is what is known of the process holding a lock.
@@ -258,7 +269,8 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 		return nil, nil, err
 	}
 	r.shared = shared
-	lockPath := r.LockPath(runID)
+	files := r.files(runID)
+	lockPath := files.lock
 	// A live holder is reported without taking the guard: a lock file is
 	// only ever replaced whole, so one read is a consistent view, and the
 	// waiters one release wakes would otherwise queue on the guard in front
@@ -271,7 +283,7 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 			}
 		}
 	}
-	g, err := r.lockGuard(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -309,7 +321,7 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen, wt)
+	return r.create(runID, files, seen, wt)
 }
 
 // read takes one look at a lock file.
@@ -346,9 +358,9 @@ func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 
 // makeTree gives the acquisition lockID its tree file: the run id's spare
 // where one can be taken, else a new file (tree.go).
-func (r *RunLocker) makeTree(lockPath, lockID string) (*os.File, error) {
-	path := treePath(lockPath, lockID)
-	if f := reuseTree(r.fsys(), spareTreePath(lockPath), path, r.lockMode()); f != nil {
+func (r *RunLocker) makeTree(files runFiles, lockID string) (*os.File, error) {
+	path := treePath(files.lock, lockID)
+	if f := reuseTree(r.fsys(), files.spare, path, r.lockMode()); f != nil {
 		return f, nil
 	}
 	return createTree(r.fsys(), path, r.lockMode())
@@ -400,8 +412,8 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lock, *Holder, error) {
-	fsys := r.fsys()
+func (r *RunLocker) create(runID string, files runFiles, seen uint64, wt *waiter) (*Lock, *Holder, error) {
+	fsys, lockPath := r.fsys(), files.lock
 	hold := wt.hold
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
@@ -410,7 +422,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 	if granted {
 		grantedFence = hold.f
 	}
-	token, fence, err := r.nextToken(runID, seen, grantedFence)
+	token, fence, err := r.nextToken(runID, files.fence, seen, grantedFence)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -430,7 +442,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 	}
 	var tree *os.File
 	if !r.knobs().noTree && !failpoint.On(failpoint.NoTree) {
-		tree, err = r.makeTree(lockPath, lockID)
+		tree, err = r.makeTree(files, lockID)
 		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")
 		}
@@ -513,7 +525,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 	if !ownHold {
 		holdFile = hold.take()
 	}
-	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
+	return &Lock{r: r, RunID: runID, Path: lockPath, files: files, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
@@ -522,8 +534,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 // The counter file is returned open, for the hold: open, the one given
 // (a granted hold's, which stays open whatever happens), or else one
 // opened here.
-func (r *RunLocker) nextToken(runID string, seen uint64, open *os.File) (uint64, *os.File, error) {
-	path := r.fencePath(runID)
+func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (uint64, *os.File, error) {
 	f := open
 	if f == nil {
 		var err error
@@ -648,7 +659,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			wt.prepare(r, runID)
 			if h := held[0]; h.Hold && h.Local && !wt.hold.isGranted() {
 				if !wt.hold.live() {
-					if wt.hold = r.requestHold(runID); wt.hold.isGranted() {
+					if wt.hold = r.requestHold(r.files(runID).fence); wt.hold.isGranted() {
 						return wt.hold, false, true // let go just now: look again at once
 					}
 				}

@@ -153,10 +153,6 @@ func (m semMeta) flag() string {
 	return "--max " + strconv.Itoa(m.Max)
 }
 
-func (r *RunLocker) metaPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".sem")
-}
-
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
 // readOrRecoverMeta rebuilds it, without writing it back (status and break
@@ -167,7 +163,7 @@ func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found b
 }
 
 func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
-	path := r.metaPath(runID)
+	path := r.files(runID).sem
 	data, _, err := r.fsys().ReadLockFile(path, MaxPayload)
 	if errors.Is(err, fs.ErrNotExist) {
 		return semMeta{}, false, nil
@@ -244,7 +240,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 }
 
 func (r *RunLocker) writeMeta(runID string, m semMeta) error {
-	path := r.metaPath(runID)
+	path := r.files(runID).sem
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -292,13 +288,14 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return nil, nil, err
 	}
 	r.shared = shared
-	g, err := r.lockGuard(runID)
+	files := r.files(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unlockGuard(g)
 
-	xPath := r.LockPath(runID)
+	xPath := files.lock
 	switch v, err := r.read(xPath); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -318,7 +315,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return nil, nil, err
 	}
 	if healed {
-		r.Log.Warn().Str("event", "sem_recovered").Str("path", r.metaPath(runID)).
+		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
 			Msg("corrupt semaphore meta file: rewritten from the slots still held")
 		if found && m.Mode == mode && m.Max <= max {
 			// The slots held fit this newcomer's N (or they are shared):

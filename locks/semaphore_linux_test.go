@@ -426,7 +426,7 @@ func exclusiveRunsOut(t *testing.T, r *RunLocker, runID string) *Lock {
 // caller below would get this error).
 func corruptMeta(t *testing.T, r *RunLocker, runID string) {
 	t.Helper()
-	if err := os.WriteFile(r.metaPath(runID), []byte("{garbage\x00"), 0o600); err != nil {
+	if err := os.WriteFile(r.files(runID).sem, []byte("{garbage\x00"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.readMeta(runID); err == nil || !strings.Contains(err.Error(), "is corrupt") {
@@ -479,7 +479,7 @@ func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
 	a.Release() // slot 0 free, slot 1 held
 	defer b.Release()
 	corruptMeta(t, r, "b")
-	before, err := os.ReadFile(r.metaPath("b"))
+	before, err := os.ReadFile(r.files("b").sem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
 	if err != nil || !found || mode != ModeMax || slots != 2 || max != 2 {
 		t.Errorf("SlotsOf with slot 1 held = %s max %d slots %d %v %v, want max 2 slots 2 (the least N that fits)", mode, max, slots, found, err)
 	}
-	if after, _ := os.ReadFile(r.metaPath("b")); string(after) != string(before) {
+	if after, _ := os.ReadFile(r.files("b").sem); string(after) != string(before) {
 		t.Errorf("SlotsOf rewrote the meta file: %q", after)
 	}
 	b.Release()
