@@ -254,12 +254,12 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, &waiter{})
+	return r.tryAcquire(runID, nil)
 }
 
-// tryAcquire is TryAcquire by a waiter, with what it brings to the attempt
-// (the hold it may own already, a lock id, an unnamed file).
-func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error) {
+// tryAcquire is TryAcquire by a waiter, with its request for the hold
+// (nil: none), which may be granted already.
+func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
@@ -276,7 +276,7 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 	// waiters one release wakes would otherwise queue on the guard in front
 	// of the one that takes the lock next. A waiter granted the hold skips
 	// this look: its holder let the hold go only once its file was gone.
-	if !wt.hold.isGranted() {
+	if !hold.isGranted() {
 		if v, err := r.read(lockPath); err == nil {
 			if verdict := r.judge(v); verdict.Held() {
 				return nil, r.holder(lockPath, v, verdict), nil
@@ -321,7 +321,7 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, files, seen, wt)
+	return r.create(runID, files, seen, hold)
 }
 
 // read takes one look at a lock file.
@@ -412,9 +412,8 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID string, files runFiles, seen uint64, wt *waiter) (*Lock, *Holder, error) {
+func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
 	fsys, lockPath := r.fsys(), files.lock
-	hold := wt.hold
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
 	// counter is bumped through it rather than through a second open.
@@ -436,10 +435,7 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, wt *waiter
 	// The tree file (tree.go), locked before any payload names it. Where
 	// it cannot be made (no flock, no descriptor to spare) the lock goes
 	// on without it, judged by its pid and TTL alone.
-	lockID := wt.lockID
-	if lockID == "" {
-		lockID = randomID()
-	}
+	lockID := randomID()
 	var tree *os.File
 	if !r.knobs().noTree && !failpoint.On(failpoint.NoTree) {
 		tree, err = r.makeTree(files, lockID)
@@ -480,10 +476,7 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, wt *waiter
 		return nil, nil, err
 	}
 	var linkErr error
-	f := wt.unnamed.take(r.lockMode())
-	if f == nil {
-		f, err = fsys.OpenUnnamed(r.Dir, r.lockMode())
-	}
+	f, err := fsys.OpenUnnamed(r.Dir, r.lockMode())
 	if err == nil {
 		if _, err := f.Write(enc); err != nil {
 			f.Close()
@@ -635,12 +628,11 @@ func counterText(token uint64) [21]byte {
 // Faults that are not contention end after a few attempts with
 // ErrUnavailable. ctx ending aborts the wait with context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
-	// What the waiter brings to each attempt: its place in the hold's
-	// queue, asked for once a holder on this host keeps the hold, and what
-	// it made ready before its wait blocked. Given up on return unless the
-	// new lock took it.
-	var wt waiter
-	defer wt.giveUp()
+	// The waiter's place in the hold's queue, asked for once a holder on
+	// this host keeps the hold; given up on return unless the new lock
+	// took it.
+	var hold *holdRequest
+	defer func() { hold.abandon() }()
 	var lock *Lock
 	err := r.loop(ctx, waitFor{
 		runID: runID,
@@ -648,7 +640,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		wait:  wait,
 		names: []string{Key(runID) + ".lock"},
 		try: func() (bool, []*Holder, error) {
-			l, holder, err := r.tryAcquire(runID, &wt)
+			l, holder, err := r.tryAcquire(runID, hold)
 			lock = l
 			if err != nil || l != nil {
 				return l != nil, nil, err
@@ -656,18 +648,17 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 			return false, []*Holder{holder}, nil
 		},
 		queue: func(held []*Holder) (*holdRequest, bool, bool) {
-			wt.prepare(r, runID)
-			if h := held[0]; h.Hold && h.Local && !wt.hold.isGranted() {
-				if !wt.hold.live() {
-					if wt.hold = r.requestHold(r.files(runID).fence); wt.hold.isGranted() {
-						return wt.hold, false, true // let go just now: look again at once
+			if h := held[0]; h.Hold && h.Local && !hold.isGranted() {
+				if !hold.live() {
+					if hold = r.requestHold(r.files(runID).fence); hold.isGranted() {
+						return hold, false, true // let go just now: look again at once
 					}
 				}
-				if wt.hold != nil {
-					return wt.hold, true, false
+				if hold != nil {
+					return hold, true, false
 				}
 			}
-			return wt.hold, false, false
+			return hold, false, false
 		},
 	})
 	return lock, err
@@ -700,80 +691,4 @@ func (r *RunLocker) fault(runID string, err error, faults *int, left time.Durati
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	return nil, false
-}
-
-// waiter is what a waiter brings to each attempt (Acquire): its place in
-// the hold's queue and what it made ready before its wait blocked. The
-// zero value, a first attempt's or TryAcquire's, has none of them.
-type waiter struct {
-	hold    *holdRequest // nil until it queues for the hold
-	lockID  string       // the new lock's id ("": drawn when the lock is created)
-	unnamed unnamedFile  // for the new lock's payload
-}
-
-// prepare readies, before the wait blocks, what the attempt a release
-// wakes would otherwise pay for: it draws the lock id, has encoding/json
-// build the payload's encoder and opens the unnamed file the payload will
-// be written to (the first use of crypto/rand, encoding/json's first
-// encoding of a type and making an O_TMPFILE's inode together cost as much
-// as the rest of that attempt). The unnamed file has no name, so a waiter
-// leaves nothing in the directory; an attempt that fails uses it up, and
-// the next wait opens another. One that never waits (a free lock, a
-// conflict) does all of it, or none.
-func (wt *waiter) prepare(r *RunLocker, runID string) {
-	if wt.lockID == "" {
-		wt.lockID = randomID()
-		_, _ = Payload{RunID: runID, LockID: wt.lockID}.Encode()
-	}
-	wt.unnamed.open(r)
-}
-
-// giveUp lets go of what the new lock did not take: the place in the
-// hold's queue and the unnamed file.
-func (wt *waiter) giveUp() {
-	wt.hold.abandon()
-	wt.unnamed.close()
-}
-
-// unnamedFile is the unnamed file (O_TMPFILE) a waiter opens before its
-// wait blocks, for the payload of the lock it is waiting for (Acquire);
-// the zero value has none.
-type unnamedFile struct {
-	f    *os.File
-	mode fs.FileMode // the mode it was made with
-}
-
-// open makes one when there is none and the filesystem can; a failure
-// leaves none, and the lock's creation opens one as it always did.
-func (u *unnamedFile) open(r *RunLocker) {
-	if u.f != nil {
-		return
-	}
-	mode := r.lockMode()
-	if f, err := r.fsys().OpenUnnamed(r.Dir, mode); err == nil {
-		u.f, u.mode = f, mode
-	}
-}
-
-// take hands the file over, if there is one made with mode (the directory
-// can turn shared or private during a wait); one made with another mode is
-// closed.
-func (u *unnamedFile) take(mode fs.FileMode) *os.File {
-	if u.f == nil {
-		return nil
-	}
-	f := u.f
-	u.f = nil
-	if u.mode != mode {
-		f.Close()
-		return nil
-	}
-	return f
-}
-
-func (u *unnamedFile) close() {
-	if u.f != nil {
-		u.f.Close()
-		u.f = nil
-	}
 }
