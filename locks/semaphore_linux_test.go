@@ -518,3 +518,35 @@ func TestCorruptMetaExclusiveStillWaitsForSharers(t *testing.T) {
 		t.Errorf("SlotsOf after the heal: slots %d %v %v, want at least 3", slots, found, err)
 	}
 }
+
+// The grace for a just-died holder (wait.go) reaches slots too, as it does
+// run locks: a one-attempt AcquireSlot that finds the slot's holder dead
+// with its command still ending waits up to orphanGrace for the tree to
+// end, and takes the slot instead of calling it a conflict.
+func TestSemaphoreJustDiedHolderGraced(t *testing.T) {
+	dir := t.TempDir()
+	holder, slot, child := slotHolder(t, dir, 1)
+	holder.Process.Kill()
+	holder.Wait()
+	r := newTestLocker(t, dir, time.Minute)
+	lockPath := r.LockPath(SlotRunID("b", ModeMax, slot))
+	tree := treePath(lockPath, readPayload(t, lockPath).LockID)
+	go func() {
+		// Killed only once the acquirer waits on the tree file: in its
+		// grace, after its attempt found the holder orphaned.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if hasOpen(os.Getpid(), tree) {
+				break
+			}
+		}
+		syscall.Kill(child, syscall.SIGKILL)
+	}()
+	l, err := r.AcquireSlot(context.Background(), "b", 1, 0)
+	if err != nil {
+		t.Fatalf("AcquireSlot(wait 0) with the holder's tree ending in the grace: %v", err)
+	}
+	defer l.Release()
+	if l.Slot != slot {
+		t.Errorf("got slot %d, want the dead holder's %d", l.Slot, slot)
+	}
+}
