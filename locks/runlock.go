@@ -310,11 +310,7 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 		}
 		if !moved {
 			// Someone outside the guard replaced the file; look again.
-			v, err := r.read(lockPath)
-			if err != nil {
-				return nil, nil, err
-			}
-			return nil, r.holder(lockPath, v, r.judge(v)), nil
+			return r.heldBy(lockPath)
 		}
 		if verdict.Tree == TreeEnded {
 			r.removeTree(lockPath, v.payload.LockID)
@@ -413,7 +409,7 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
 func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
-	fsys, lockPath := r.fsys(), files.lock
+	lockPath := files.lock
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
 	// counter is bumped through it rather than through a second open.
@@ -471,54 +467,60 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *hold
 		Tree:         tree != nil,
 	}
 	enc, err := p.Encode()
+	if err == nil {
+		err = r.writeLockFile(lockPath, enc, lockID)
+	}
 	if err != nil {
 		failed()
+		if errors.Is(err, fs.ErrExist) {
+			// A writer that does not take the guard got there first.
+			return r.heldBy(lockPath)
+		}
 		return nil, nil, err
-	}
-	var linkErr error
-	f, err := fsys.OpenUnnamed(r.Dir, r.lockMode())
-	if err == nil {
-		if _, err := f.Write(enc); err != nil {
-			f.Close()
-			failed()
-			return nil, nil, err
-		}
-		r.at("acquire:after-temp")
-		linkErr = fsys.LinkUnnamed(f, lockPath)
-		f.Close()
-	} else if !errors.Is(err, errors.ErrUnsupported) {
-		failed()
-		return nil, nil, err
-	} else {
-		tmp := lockPath + ".tmp." + p.LockID
-		if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
-			failed()
-			return nil, nil, err
-		}
-		r.at("acquire:after-temp")
-		linkErr = fsys.Link(tmp, lockPath)
-		if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			r.Log.Warn().Err(err).Str("temp_file", tmp).Msg("temp file left for gc")
-		}
-	}
-	if errors.Is(linkErr, fs.ErrExist) {
-		// A writer that does not take the guard got there first.
-		failed()
-		v, err := r.read(lockPath)
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, r.holder(lockPath, v, r.judge(v)), nil
-	}
-	if linkErr != nil {
-		failed()
-		return nil, nil, linkErr
 	}
 	r.at("acquire:after-link")
 	if !ownHold {
 		holdFile = hold.take()
 	}
 	return &Lock{r: r, RunID: runID, Path: lockPath, files: files, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
+}
+
+// writeLockFile writes enc to an unnamed temp file, or a named one where
+// the filesystem has no O_TMPFILE, and links it to path (see create). It
+// fails with fs.ErrExist when path exists.
+func (r *RunLocker) writeLockFile(path string, enc []byte, lockID string) error {
+	fsys := r.fsys()
+	f, err := fsys.OpenUnnamed(r.Dir, r.lockMode())
+	if err == nil {
+		defer f.Close()
+		if _, err := f.Write(enc); err != nil {
+			return err
+		}
+		r.at("acquire:after-temp")
+		return fsys.LinkUnnamed(f, path)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	tmp := path + ".tmp." + lockID
+	if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
+		return err
+	}
+	r.at("acquire:after-temp")
+	err = fsys.Link(tmp, path)
+	if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		r.Log.Warn().Err(rerr).Str("temp_file", tmp).Msg("temp file left for gc")
+	}
+	return err
+}
+
+// heldBy reads the lock file at path once more and names its holder.
+func (r *RunLocker) heldBy(path string) (*Lock, *Holder, error) {
+	v, err := r.read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, r.holder(path, v, r.judge(v)), nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which

@@ -85,7 +85,7 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 			if removed := drainInotify(t, ino); !slices.Equal(removed, []string{filepath.Base(l.Path), tree}) {
 				t.Fatalf("release removed %v, want the lock file and then %s", removed, tree)
 			}
-			w := &waker{name: filepath.Base(l.Path)}
+			w := &waker{names: map[string]bool{filepath.Base(l.Path): true}}
 			if w.relevant(inotifyEvent(tree)) {
 				t.Fatal("the tree file's removal would wake a waiter")
 			}

@@ -75,7 +75,7 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 			// attempts are bounded by maxFaults, and a transient error
 			// (a directory being recreated) deserves a moment.
 			if w == nil {
-				w = r.newWaker(ctx, f.names)
+				w = newWaker(ctx, r.Dir, f.names...)
 			}
 			w.Wait(bo.next(), 0, nil)
 			continue
@@ -108,7 +108,7 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 			// Made only once there is something to watch (a waiter queued
 			// in a flock watches nothing); the attempt right after it sees
 			// every change from then on.
-			w = r.newWaker(ctx, f.names)
+			w = newWaker(ctx, r.Dir, f.names...)
 			continue
 		}
 		if r.OnWait != nil {
@@ -223,14 +223,6 @@ func (t *treeWatch) add(held []*Holder, pidWatched bool) <-chan struct{} {
 		return nil
 	}
 	return t.ended
-}
-
-// newWaker watches the lock files names (base names) of r.Dir.
-func (r *RunLocker) newWaker(ctx context.Context, names []string) *waker {
-	if len(names) == 0 {
-		return newWakerFor(ctx, r.Dir, "")
-	}
-	return newWakerFor(ctx, r.Dir, names[0], names[1:]...)
 }
 
 // orphanGrace is how long an acquirer that finds a dead holder's tree
