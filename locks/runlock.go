@@ -171,11 +171,10 @@ func (h *Holder) Describe(now time.Time) string {
 	if h.Torn {
 		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
 	}
-	var b strings.Builder
 	if h.Orphaned {
-		fmt.Fprintf(&b, "pid %d's command (%s: %s)", h.Pid, OrphanedText, h.pidList())
-		return b.String()
+		return "pid " + h.orphanText()
 	}
+	var b strings.Builder
 	fmt.Fprintf(&b, "pid %d", h.Pid)
 	if h.Owner != "" {
 		fmt.Fprintf(&b, " of %s", h.Owner)
@@ -205,21 +204,17 @@ func OneLine(s string) string {
 	}, s)
 }
 
-// pidList names the surviving pids of an orphaned tree.
-func (h *Holder) pidList() string {
-	if !h.PidsKnown {
-		return "pids unknown"
+// orphanText names an orphaned holder's command and the surviving pids
+// of its tree: "123's command (holder dead, command still running: pids 124 125)".
+func (h *Holder) orphanText() string {
+	pids := "pids " + strings.Trim(fmt.Sprint(h.Pids), "[]")
+	switch {
+	case !h.PidsKnown:
+		pids = "pids unknown"
+	case len(h.Pids) == 0:
+		pids = "no pids found"
 	}
-	if len(h.Pids) == 0 {
-		return "no pids found"
-	}
-	var b strings.Builder
-	b.WriteString("pids")
-	for _, pid := range h.Pids {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(pid))
-	}
-	return b.String()
+	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, pids)
 }
 
 func age(now, t time.Time) string {

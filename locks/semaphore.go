@@ -124,7 +124,7 @@ func (e *SlotsHeldError) Error() string {
 	pids := make([]string, 0, len(e.Holders))
 	for _, h := range e.Holders {
 		if h.Orphaned {
-			pids = append(pids, fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, h.pidList()))
+			pids = append(pids, h.orphanText())
 			continue
 		}
 		pids = append(pids, strconv.Itoa(h.Pid))
