@@ -7,8 +7,8 @@ import (
 )
 
 // waitFor is one wait of the file backend, the only one: for a run lock
-// (Acquire), for a slot (AcquireSlot) and for the shared holders to leave
-// (AwaitNoSharers). It says what each attempt tries and what the wait
+// (Acquire), for a slot (AcquireSlot), for the shared holders to leave
+// (AwaitNoSharers) and for a holder to let go (AwaitRelease). It says what each attempt tries and what the wait
 // between attempts may be woken by; loop does the rest.
 type waitFor struct {
 	runID string
