@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,31 +69,8 @@ func CheckRunID(runID string) error {
 // escapedLen is how many bytes encoding/json writes for the string s (its
 // HTML-safe escaping), quotes excluded.
 func escapedLen(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
+	b, _ := json.Marshal(s)
+	return len(b) - 2
 }
 
 // truncateEscaped cuts s, at a character boundary, to the longest prefix

@@ -169,15 +169,15 @@ func TestFencingNeverGoesDown(t *testing.T) {
 	}
 	next("after the dir was wiped")
 	// A garbage sidecar: logged and recovered, not an error forever.
-	if err := os.WriteFile(r.fencePath("job"), []byte("garbage that is longer than the counter's 21 bytes\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.files("job").fence, []byte("garbage that is longer than the counter's 21 bytes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	next("after a garbage fence file")
-	if data, _ := os.ReadFile(r.fencePath("job")); len(data) != 21 {
+	if data, _ := os.ReadFile(r.files("job").fence); len(data) != 21 {
 		t.Errorf("fence file after recovery: %q, want the 21-byte counter alone", data)
 	}
 	// An empty one.
-	if err := os.WriteFile(r.fencePath("job"), nil, 0o600); err != nil {
+	if err := os.WriteFile(r.files("job").fence, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	next("after an emptied fence file")
@@ -217,7 +217,7 @@ func TestFencingTokenAtMaximum(t *testing.T) {
 	})
 	t.Run("counter", func(t *testing.T) {
 		r := newTestLocker(t, t.TempDir(), time.Minute)
-		if err := os.WriteFile(r.fencePath("job"), []byte("18446744073709551615\n"), 0o600); err != nil {
+		if err := os.WriteFile(r.files("job").fence, []byte("18446744073709551615\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		_, err := r.Acquire(context.Background(), "job", time.Minute)

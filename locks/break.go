@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -67,13 +68,14 @@ func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
 
 // breakLock is Break; lockID, when set, is the only lock it may move.
 func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken, error) {
-	lockPath := r.LockPath(runID)
+	files := r.files(runID)
+	lockPath := files.lock
 	if _, err := r.fsys().Lstat(lockPath); errors.Is(err, fs.ErrNotExist) {
 		// Checked before the guard so that breaking a free run id does not
 		// leave a guard file (or a directory) behind.
 		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
 	}
-	g, err := r.lockGuard(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, err
 	}
@@ -187,32 +189,33 @@ func (r *RunLocker) AwaitTreeEnd(ctx context.Context, h *Holder) error {
 // AwaitRelease waits until the lock file of runID no longer carries lockID
 // — released, reclaimed, broken or taken over — or its holder on this host
 // is dead (the lock is then stale), or ctx ends (its cause is returned).
-// It blocks on the same wake-ups as Acquire: the lock file removed or
-// renamed (inotify), the holder gone (pidfd), else a one-second poll.
+// It is the one wait loop of Acquire (wait.go), with its wake-ups: the lock
+// file removed or renamed (inotify), the holder gone (pidfd), its tree
+// ended.
 func (r *RunLocker) AwaitRelease(ctx context.Context, runID, lockID string) error {
-	w := newWaker(ctx, r.Dir, Key(runID)+".lock")
-	defer w.Close()
-	for {
-		v, err := r.read(r.LockPath(runID))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		pid := 0
-		if err == nil && v.parseErr == nil {
-			if v.payload.LockID != lockID {
-				return nil
+	lockPath := r.LockPath(runID)
+	return r.loop(ctx, waitFor{
+		runID: runID,
+		start: r.now(),
+		wait:  -1,
+		names: []string{filepath.Base(lockPath)},
+		try: func() (bool, []*Holder, error) {
+			v, err := r.read(lockPath)
+			if errors.Is(err, fs.ErrNotExist) {
+				return true, nil, nil
 			}
-			switch r.holderLiveness(v.payload) {
-			case HolderDead, HolderReused:
-				return nil
-			case HolderAlive:
-				pid = v.payload.Pid
+			if err != nil {
+				return false, nil, err
 			}
-		}
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		w.Watching()
-		w.Wait(time.Second, pid, nil)
-	}
+			if v.parseErr == nil {
+				if v.payload.LockID != lockID {
+					return true, nil, nil
+				}
+				if l := r.holderLiveness(v.payload); l == HolderDead || l == HolderReused {
+					return true, nil, nil
+				}
+			}
+			return false, []*Holder{r.holder(lockPath, v, r.judge(v))}, nil
+		},
+	})
 }

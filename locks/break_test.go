@@ -17,7 +17,7 @@ func TestBreakMovesStaleLockAside(t *testing.T) {
 	r := newTestLocker(t, dir, time.Minute)
 	p := holderPayload(r, "job", deadPid(t), time.Minute)
 	writeLockFile(t, r.LockPath("job"), p, time.Time{})
-	fence := r.fencePath("job")
+	fence := r.files("job").fence
 	writeLockFile(t, fence, []byte("7\n"), time.Time{})
 
 	b, err := r.Break("job", false)

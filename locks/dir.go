@@ -83,17 +83,11 @@ func EnsureDir(fsys FS, dir string) error {
 	return checkPrivateDir(dir, fi)
 }
 
-// EnsureLockDir is EnsureDir for the run lock, which also works in the
+// ensureLockDir is EnsureDir for the run lock, which also works in the
 // shared directories flock users know (SPEC §3): a root-owned sticky
 // directory writable by all (/run/lock, /tmp), reached directly or through
 // a root-owned symlink (/var/lock). There every file is checked to be ours
-// before it is changed (checkOwned).
-func EnsureLockDir(fsys FS, dir string) error {
-	_, err := ensureLockDir(fsys, dir)
-	return err
-}
-
-// ensureLockDir is EnsureLockDir, also saying whether the dir is shared.
+// before it is changed (checkOwned). shared says it is such a directory.
 func ensureLockDir(fsys FS, dir string) (shared bool, err error) {
 	fi, err := lstatOrCreate(fsys, dir)
 	if err != nil {

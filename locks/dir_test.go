@@ -125,7 +125,7 @@ func TestEnsureDirPrivateOnly(t *testing.T) {
 	if err := EnsureDir(OSFS{}, shared); !errors.Is(err, ErrUnsafeDir) {
 		t.Errorf("EnsureDir(shared) = %v, want ErrUnsafeDir", err)
 	}
-	if err := EnsureLockDir(OSFS{}, shared); err != nil {
-		t.Errorf("EnsureLockDir(shared) = %v", err)
+	if _, err := ensureLockDir(OSFS{}, shared); err != nil {
+		t.Errorf("ensureLockDir(shared) = %v", err)
 	}
 }

@@ -209,7 +209,7 @@ func TestReleaseOutOfDescriptorsChangesNothing(t *testing.T) {
 			if !holdFree(t, r, "job") {
 				t.Fatal("the hold is still held after the release")
 			}
-			if _, err := os.Stat(spareTreePath(l.Path)); err != nil {
+			if _, err := os.Stat(l.files.spare); err != nil {
 				t.Fatalf("no spare tree file after the release: %v", err)
 			}
 		})

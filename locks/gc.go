@@ -3,7 +3,6 @@ package locks
 import (
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"time"
 )
 
@@ -57,12 +56,13 @@ func (r *RunLocker) removeLeftover(l Leftover) error {
 	if l.Kind != LeftoverTree || l.Key == "" {
 		return r.fsys().Remove(l.Path)
 	}
-	g, err := lockGuard(r.fsys(), filepath.Join(r.Dir, l.Key+".guard"), r.guardBound())
+	files := filesOf(r.Dir, l.Key)
+	g, err := lockGuard(r.fsys(), files.guard, r.guardBound())
 	if err != nil {
 		return err
 	}
 	defer unlockGuard(g)
-	lockPath := filepath.Join(r.Dir, l.Key+".lock")
+	lockPath := files.lock
 	if v, err := r.read(lockPath); err == nil && v.parseErr == nil && v.payload.Tree &&
 		treePath(lockPath, v.payload.LockID) == l.Path {
 		return fs.ErrNotExist // it is a lock's now: not ours to report

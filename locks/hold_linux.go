@@ -7,14 +7,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// requestHold queues for the hold of runID (see hold.go). It returns nil
+// requestHold queues for the hold on the fence file of a run id (see hold.go). It returns nil
 // when the fence file cannot be opened or locked: the caller then watches
 // the directory. A hold free at once is granted before it returns.
-func (r *RunLocker) requestHold(runID string) *holdRequest {
+func (r *RunLocker) requestHold(fence string) *holdRequest {
 	if r.knobs().noHold {
 		return nil
 	}
-	f, err := r.fsys().OpenCounter(r.fencePath(runID))
+	f, err := r.fsys().OpenCounter(fence)
 	if err != nil {
 		return nil
 	}

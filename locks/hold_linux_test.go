@@ -18,7 +18,7 @@ import (
 // of runID can take the hold at once.
 func holdFree(t *testing.T, r *RunLocker, runID string) bool {
 	t.Helper()
-	f, err := os.OpenFile(r.fencePath(runID), os.O_RDWR, 0)
+	f, err := os.OpenFile(r.files(runID).fence, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func holdFree(t *testing.T, r *RunLocker, runID string) bool {
 // stopped process that kept it would, until the test ends.
 func takeHoldElsewhere(t *testing.T, r *RunLocker, runID string) {
 	t.Helper()
-	f, err := os.OpenFile(r.fencePath(runID), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(r.files(runID).fence, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestQueuedWaiterWakesOnRelease(t *testing.T) {
 	l, w := heldWithWaiter(t, time.Hour)
 	counts := countWaits(w)
 	got := acquireInGoroutine(w, "job", time.Minute)
-	awaitQueuedFlock(t, w.fencePath("job"))
+	awaitQueuedFlock(t, w.files("job").fence)
 	next := handOver(t, l, got, "the queued waiter")
 	defer next.Release()
 	if q, n := counts.queued.Load(), counts.watching.Load(); q != 1 || n != 0 {
@@ -175,7 +175,7 @@ func TestQueuedWaiterWakesOnRelease(t *testing.T) {
 	if next.FencingToken() <= l.FencingToken() {
 		t.Fatalf("the waiter's token %d is not above its holder's %d", next.FencingToken(), l.FencingToken())
 	}
-	stored, err := os.ReadFile(w.fencePath("job"))
+	stored, err := os.ReadFile(w.files("job").fence)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestOneReleaseWakesOneWaiter(t *testing.T) {
 		dir := t.TempDir()
 		holder := newTestLocker(t, dir, time.Hour)
 		first := mustAcquire(t, holder, "job")
-		fence := holder.fencePath("job")
+		fence := holder.files("job").fence
 		var all []*waits
 		total := func() (sum int64) {
 			for _, c := range all {
@@ -303,7 +303,7 @@ func TestQueuedWaiterPollSeesAHandRemovedLock(t *testing.T) {
 		l, w := heldWithWaiter(t, tc.poll)
 		started := time.Now()
 		got := acquireInGoroutine(w, "job", tc.wait)
-		awaitQueuedFlock(t, w.fencePath("job"))
+		awaitQueuedFlock(t, w.files("job").fence)
 		if err := os.Remove(l.Path); err != nil {
 			t.Fatal(err)
 		}

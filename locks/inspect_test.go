@@ -110,7 +110,7 @@ func TestInspectListsLeftovers(t *testing.T) {
 	writeLockFile(t, stale, old, time.Time{})
 	tmp := r.LockPath("job") + ".tmp.abc"
 	writeLockFile(t, tmp, []byte("x"), time.Time{})
-	for _, keep := range []string{r.guardPath("job"), r.fencePath("job"), filepath.Join(dir, "scope.lock.bak")} {
+	for _, keep := range []string{r.files("job").guard, r.files("job").fence, filepath.Join(dir, "scope.lock.bak")} {
 		writeLockFile(t, keep, []byte("1"), time.Time{})
 	}
 

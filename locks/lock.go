@@ -21,6 +21,7 @@ type Lock struct {
 	r     *RunLocker
 	RunID string
 	Path  string
+	files runFiles
 
 	mu      sync.Mutex
 	payload Payload
@@ -97,7 +98,7 @@ func (l *Lock) verifyOwned() error {
 func (l *Lock) whileOwned(point string, change func(FS) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	g, err := l.r.lockGuard(l.RunID)
+	g, err := l.r.lockGuard(l.files.guard)
 	if err != nil {
 		return err
 	}
@@ -156,8 +157,7 @@ func (l *Lock) Release() error {
 			// run id's spare (tree.go), for the next acquisition to take.
 			l.tree.Close()
 			l.tree = nil
-			tree, spare := treePath(l.Path, l.payload.LockID), spareTreePath(l.Path)
-			if err := fsys.Rename(tree, spare); err != nil {
+			if err := fsys.Rename(treePath(l.Path, l.payload.LockID), l.files.spare); err != nil {
 				l.r.removeTree(l.Path, l.payload.LockID)
 			}
 		}

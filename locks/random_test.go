@@ -7,37 +7,19 @@ import (
 	"testing"
 )
 
-// Every length is filled to the end, and no two draws repeat: a lock id that
-// repeated would let one holder release another's lock.
-func TestRandomBytesFillsAndDoesNotRepeat(t *testing.T) {
-	for _, n := range []int{1, 7, 8, 9, 16, 33} {
-		seen := map[string]bool{}
-		for range 1000 {
-			b := make([]byte, n+1)
-			b[n] = 0xAA // a guard byte past the slice handed over
-			randomBytes(b[:n])
-			if b[n] != 0xAA {
-				t.Fatalf("n=%d: wrote past the slice", n)
-			}
-			if n >= 8 {
-				if seen[string(b[:n])] {
-					t.Fatalf("n=%d: a value repeated within 1000 draws", n)
-				}
-				seen[string(b[:n])] = true
-			}
+// Lock ids are 128 bits in hex and do not repeat: a lock id that repeated
+// would let one holder release another's lock.
+func TestRandomIDDoesNotRepeat(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := randomID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("lock id %q: want 32 hex digits", id)
 		}
-	}
-	// The tail of a non-multiple-of-8 length is random too, not left zero.
-	zeroTail := 0
-	for range 200 {
-		b := make([]byte, 9)
-		randomBytes(b)
-		if b[8] == 0 {
-			zeroTail++
+		if seen[id] {
+			t.Fatalf("lock id %s repeated within 1000 draws", id)
 		}
-	}
-	if zeroTail > 20 {
-		t.Fatalf("the 9th byte was zero in %d of 200 draws", zeroTail)
+		seen[id] = true
 	}
 }
 

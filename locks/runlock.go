@@ -56,12 +56,13 @@ func (r *RunLocker) judge(v lockView) Verdict {
 	return Judge(v, r.now(), r.self, r.live, r.probe)
 }
 
-// lockGuard serialises one state transition of runID (see guard_linux.go).
-func (r *RunLocker) lockGuard(runID string) (*os.File, error) {
+// lockGuard serialises one state transition of a run id: guard is its
+// guard file (see guard_linux.go).
+func (r *RunLocker) lockGuard(guard string) (*os.File, error) {
 	if r.knobs().unserialised {
 		return nil, nil
 	}
-	return lockGuard(r.fsys(), r.guardPath(runID), r.guardBound())
+	return lockGuard(r.fsys(), guard, r.guardBound())
 }
 
 // NewRunLocker returns a locker for dir with the given TTL, knowing who we
@@ -107,16 +108,26 @@ func Key(runID string) string {
 }
 
 // LockPath is where the lock file of runID lives.
-func (r *RunLocker) LockPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".lock")
+func (r *RunLocker) LockPath(runID string) string { return r.files(runID).lock }
+
+// runFiles are the files of one run id in the lock directory, named once
+// from its key.
+type runFiles struct {
+	lock  string // <key>.lock: the lock file
+	guard string // <key>.guard: serialises its state transitions
+	fence string // <key>.fence: the fencing counter, and the hold's flock (hold.go)
+	spare string // <key>.tree: the spare tree file (tree.go)
+	// A semaphore's or shared lock's (semaphore.go): its meta file, its
+	// waiters' queue and the flocks that count them.
+	sem, semq, waiting string
 }
 
-func (r *RunLocker) guardPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".guard")
-}
+func (r *RunLocker) files(runID string) runFiles { return filesOf(r.Dir, Key(runID)) }
 
-func (r *RunLocker) fencePath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".fence")
+func filesOf(dir, key string) runFiles {
+	base := filepath.Join(dir, key)
+	return runFiles{lock: base + ".lock", guard: base + ".guard", fence: base + ".fence", spare: base + ".tree",
+		sem: base + ".sem", semq: base + ".semq", waiting: base + ".waiting"}
 }
 
 // Holder is what is known of the process holding a lock.
@@ -160,11 +171,10 @@ func (h *Holder) Describe(now time.Time) string {
 	if h.Torn {
 		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
 	}
-	var b strings.Builder
 	if h.Orphaned {
-		fmt.Fprintf(&b, "pid %d's command (%s: %s)", h.Pid, OrphanedText, h.pidList())
-		return b.String()
+		return "pid " + h.orphanText()
 	}
+	var b strings.Builder
 	fmt.Fprintf(&b, "pid %d", h.Pid)
 	if h.Owner != "" {
 		fmt.Fprintf(&b, " of %s", h.Owner)
@@ -194,21 +204,17 @@ func OneLine(s string) string {
 	}, s)
 }
 
-// pidList names the surviving pids of an orphaned tree.
-func (h *Holder) pidList() string {
-	if !h.PidsKnown {
-		return "pids unknown"
+// orphanText names an orphaned holder's command and the surviving pids
+// of its tree: "123's command (holder dead, command still running: pids 124 125)".
+func (h *Holder) orphanText() string {
+	pids := "pids " + strings.Trim(fmt.Sprint(h.Pids), "[]")
+	switch {
+	case !h.PidsKnown:
+		pids = "pids unknown"
+	case len(h.Pids) == 0:
+		pids = "no pids found"
 	}
-	if len(h.Pids) == 0 {
-		return "no pids found"
-	}
-	var b strings.Builder
-	b.WriteString("pids")
-	for _, pid := range h.Pids {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(pid))
-	}
-	return b.String()
+	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, pids)
 }
 
 func age(now, t time.Time) string {
@@ -243,12 +249,12 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, &waiter{})
+	return r.tryAcquire(runID, nil)
 }
 
-// tryAcquire is TryAcquire by a waiter, with what it brings to the attempt
-// (the hold it may own already, a lock id, an unnamed file).
-func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error) {
+// tryAcquire is TryAcquire by a waiter, with its request for the hold
+// (nil: none), which may be granted already.
+func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
@@ -258,20 +264,21 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 		return nil, nil, err
 	}
 	r.shared = shared
-	lockPath := r.LockPath(runID)
+	files := r.files(runID)
+	lockPath := files.lock
 	// A live holder is reported without taking the guard: a lock file is
 	// only ever replaced whole, so one read is a consistent view, and the
 	// waiters one release wakes would otherwise queue on the guard in front
 	// of the one that takes the lock next. A waiter granted the hold skips
 	// this look: its holder let the hold go only once its file was gone.
-	if !wt.hold.isGranted() {
+	if !hold.isGranted() {
 		if v, err := r.read(lockPath); err == nil {
 			if verdict := r.judge(v); verdict.Held() {
 				return nil, r.holder(lockPath, v, verdict), nil
 			}
 		}
 	}
-	g, err := r.lockGuard(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,18 +305,14 @@ func (r *RunLocker) tryAcquire(runID string, wt *waiter) (*Lock, *Holder, error)
 		}
 		if !moved {
 			// Someone outside the guard replaced the file; look again.
-			v, err := r.read(lockPath)
-			if err != nil {
-				return nil, nil, err
-			}
-			return nil, r.holder(lockPath, v, r.judge(v)), nil
+			return r.heldBy(lockPath)
 		}
 		if verdict.Tree == TreeEnded {
 			r.removeTree(lockPath, v.payload.LockID)
 		}
 		seen = v.payload.FencingToken
 	}
-	return r.create(runID, lockPath, seen, wt)
+	return r.create(runID, files, seen, hold)
 }
 
 // read takes one look at a lock file.
@@ -346,9 +349,9 @@ func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 
 // makeTree gives the acquisition lockID its tree file: the run id's spare
 // where one can be taken, else a new file (tree.go).
-func (r *RunLocker) makeTree(lockPath, lockID string) (*os.File, error) {
-	path := treePath(lockPath, lockID)
-	if f := reuseTree(r.fsys(), spareTreePath(lockPath), path, r.lockMode()); f != nil {
+func (r *RunLocker) makeTree(files runFiles, lockID string) (*os.File, error) {
+	path := treePath(files.lock, lockID)
+	if f := reuseTree(r.fsys(), files.spare, path, r.lockMode()); f != nil {
 		return f, nil
 	}
 	return createTree(r.fsys(), path, r.lockMode())
@@ -400,9 +403,8 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lock, *Holder, error) {
-	fsys := r.fsys()
-	hold := wt.hold
+func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
+	lockPath := files.lock
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
 	// counter is bumped through it rather than through a second open.
@@ -410,7 +412,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 	if granted {
 		grantedFence = hold.f
 	}
-	token, fence, err := r.nextToken(runID, seen, grantedFence)
+	token, fence, err := r.nextToken(runID, files.fence, seen, grantedFence)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -424,13 +426,10 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 	// The tree file (tree.go), locked before any payload names it. Where
 	// it cannot be made (no flock, no descriptor to spare) the lock goes
 	// on without it, judged by its pid and TTL alone.
-	lockID := wt.lockID
-	if lockID == "" {
-		lockID = randomID()
-	}
+	lockID := randomID()
 	var tree *os.File
 	if !r.knobs().noTree && !failpoint.On(failpoint.NoTree) {
-		tree, err = r.makeTree(lockPath, lockID)
+		tree, err = r.makeTree(files, lockID)
 		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			r.Log.Warn().Err(err).Msg("no tree file: the lock is bound to withlock's pid and TTL only")
 		}
@@ -463,57 +462,60 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 		Tree:         tree != nil,
 	}
 	enc, err := p.Encode()
+	if err == nil {
+		err = r.writeLockFile(lockPath, enc, lockID)
+	}
 	if err != nil {
 		failed()
+		if errors.Is(err, fs.ErrExist) {
+			// A writer that does not take the guard got there first.
+			return r.heldBy(lockPath)
+		}
 		return nil, nil, err
-	}
-	var linkErr error
-	f := wt.unnamed.take(r.lockMode())
-	if f == nil {
-		f, err = fsys.OpenUnnamed(r.Dir, r.lockMode())
-	}
-	if err == nil {
-		if _, err := f.Write(enc); err != nil {
-			f.Close()
-			failed()
-			return nil, nil, err
-		}
-		r.at("acquire:after-temp")
-		linkErr = fsys.LinkUnnamed(f, lockPath)
-		f.Close()
-	} else if !errors.Is(err, errors.ErrUnsupported) {
-		failed()
-		return nil, nil, err
-	} else {
-		tmp := lockPath + ".tmp." + p.LockID
-		if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
-			failed()
-			return nil, nil, err
-		}
-		r.at("acquire:after-temp")
-		linkErr = fsys.Link(tmp, lockPath)
-		if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			r.Log.Warn().Err(err).Str("temp_file", tmp).Msg("temp file left for gc")
-		}
-	}
-	if errors.Is(linkErr, fs.ErrExist) {
-		// A writer that does not take the guard got there first.
-		failed()
-		v, err := r.read(lockPath)
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, r.holder(lockPath, v, r.judge(v)), nil
-	}
-	if linkErr != nil {
-		failed()
-		return nil, nil, linkErr
 	}
 	r.at("acquire:after-link")
 	if !ownHold {
 		holdFile = hold.take()
 	}
-	return &Lock{r: r, RunID: runID, Path: lockPath, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
+	return &Lock{r: r, RunID: runID, Path: lockPath, files: files, payload: p, written: enc, hold: holdFile, tree: tree}, nil, nil
+}
+
+// writeLockFile writes enc to an unnamed temp file, or a named one where
+// the filesystem has no O_TMPFILE, and links it to path (see create). It
+// fails with fs.ErrExist when path exists.
+func (r *RunLocker) writeLockFile(path string, enc []byte, lockID string) error {
+	fsys := r.fsys()
+	f, err := fsys.OpenUnnamed(r.Dir, r.lockMode())
+	if err == nil {
+		defer f.Close()
+		if _, err := f.Write(enc); err != nil {
+			return err
+		}
+		r.at("acquire:after-temp")
+		return fsys.LinkUnnamed(f, path)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	tmp := path + ".tmp." + lockID
+	if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
+		return err
+	}
+	r.at("acquire:after-temp")
+	err = fsys.Link(tmp, path)
+	if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		r.Log.Warn().Err(rerr).Str("temp_file", tmp).Msg("temp file left for gc")
+	}
+	return err
+}
+
+// heldBy reads the lock file at path once more and names its holder.
+func (r *RunLocker) heldBy(path string) (*Lock, *Holder, error) {
+	v, err := r.read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, r.holder(path, v, r.judge(v)), nil
 }
 
 // nextToken bumps the run id's fencing counter in its sidecar file, which
@@ -522,8 +524,7 @@ func (r *RunLocker) create(runID, lockPath string, seen uint64, wt *waiter) (*Lo
 // The counter file is returned open, for the hold: open, the one given
 // (a granted hold's, which stays open whatever happens), or else one
 // opened here.
-func (r *RunLocker) nextToken(runID string, seen uint64, open *os.File) (uint64, *os.File, error) {
-	path := r.fencePath(runID)
+func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (uint64, *os.File, error) {
 	f := open
 	if f == nil {
 		var err error
@@ -618,189 +619,46 @@ func counterText(token uint64) [21]byte {
 }
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
-// 0: one attempt). It never spins: between attempts it blocks until the
-// holder on this host lets go of the hold (hold.go), or, for other holders,
-// until the lock file is removed or renamed (inotify) or the holder dies
-// (pidfd); and at the latest until the holder's lock expires or a capped,
-// jittered backoff runs out. Faults that are not contention end after a
-// few attempts with ErrUnavailable. ctx ending aborts the wait with
-// context.Cause(ctx).
+// 0: one attempt), in the one wait loop (wait.go). A holder on this host
+// that keeps the hold (hold.go) is waited for in the hold's queue; any
+// other, on the lock file (inotify), its pid (pidfd) or its tree file.
+// Faults that are not contention end after a few attempts with
+// ErrUnavailable. ctx ending aborts the wait with context.Cause(ctx).
 func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
-	start := r.now()
-	// The waker (inotify on the directory, a pidfd for a local holder) is
-	// made only once there is something to wait for; the attempt right
-	// after it is made sees every change from then on.
-	var w *waker
-	// What the waiter brings to each attempt: its place in the hold's
-	// queue, asked for once a holder on this host keeps the hold, and what
-	// it made ready before its wait blocked. Given up on return unless the
-	// new lock took it.
-	var wt waiter
-	defer func() {
-		if w != nil {
-			w.Close()
-		}
-		wt.giveUp()
-	}()
-	// A holder's tree that runs on without it (or in another pid
-	// namespace) is waited for on its tree file's flock: the last process
-	// of the tree exiting wakes us.
-	var treeEnded <-chan struct{}
-	treeFor := ""
-	graced := false
-	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
-	faults := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx)
-		}
-		lock, holder, err := r.tryAcquire(runID, &wt)
-		if lock != nil {
-			return lock, nil
-		}
-		now := r.now()
-		left := time.Duration(1<<63 - 1)
-		if wait >= 0 {
-			left = start.Add(wait).Sub(now)
-		}
-		if err != nil {
-			if fatal, ok := r.fault(runID, err, &faults, left); ok {
-				return nil, fatal
+	// The waiter's place in the hold's queue, asked for once a holder on
+	// this host keeps the hold; given up on return unless the new lock
+	// took it.
+	var hold *holdRequest
+	defer func() { hold.abandon() }()
+	var lock *Lock
+	err := r.loop(ctx, waitFor{
+		runID: runID,
+		start: r.now(),
+		wait:  wait,
+		names: []string{Key(runID) + ".lock"},
+		try: func() (bool, []*Holder, error) {
+			l, holder, err := r.tryAcquire(runID, hold)
+			lock = l
+			if err != nil || l != nil {
+				return l != nil, nil, err
 			}
-			if w == nil {
-				w = newWaker(ctx, r.Dir, Key(runID)+".lock")
-			}
-			// Retry a fault after a pause even when the wait is over: the
-			// attempts are bounded by maxFaults, and a transient error
-			// (a directory being recreated) deserves a moment.
-			w.Wait(bo.next(), 0, nil)
-			continue
-		}
-		faults = 0
-		if holder.Orphaned && !graced {
-			// The holder just died, most likely: its direct child's
-			// parent-death signal is in flight and the tree may be
-			// ending. Give it orphanGrace before calling it a conflict.
-			graced = true
-			if ended := awaitTreeEnd(holder.TreeFile); ended != nil {
-				t := time.NewTimer(orphanGrace)
-				select {
-				case <-ended:
-				case <-t.C:
-				case <-ctx.Done():
+			return false, []*Holder{holder}, nil
+		},
+		queue: func(held []*Holder) (*holdRequest, bool, bool) {
+			if h := held[0]; h.Hold && h.Local && !hold.isGranted() {
+				if !hold.live() {
+					if hold = r.requestHold(r.files(runID).fence); hold.isGranted() {
+						return hold, false, true // let go just now: look again at once
+					}
 				}
-				t.Stop()
-			}
-			continue
-		}
-		if left <= 0 {
-			holder.FindPids()
-			return nil, &HeldError{RunID: runID, Holder: *holder, At: now}
-		}
-		if holder.Hold && holder.Local && !wt.hold.isGranted() {
-			if !wt.hold.live() {
-				if wt.hold = r.requestHold(runID); wt.hold.isGranted() {
-					continue // let go just now: look again at once
+				if hold != nil {
+					return hold, true, false
 				}
 			}
-			if wt.hold != nil {
-				// Queued in the kernel: woken when the holder lets go, as
-				// the only waiter woken. The poll covers what the hold
-				// cannot show (hold.go).
-				wt.prepare(r, runID)
-				r.at("wait:queued")
-				timeout := recheckBy(holder, now, min(left, jitter(r.holdPollEvery())))
-				if r.OnWait != nil {
-					r.OnWait(holder, now.Sub(start))
-				}
-				waitHold(ctx, wt.hold, timeout)
-				continue
-			}
-		}
-		if w == nil {
-			w = newWaker(ctx, r.Dir, Key(runID)+".lock")
-			continue
-		}
-		timeout := min(left, bo.next())
-		if w.Watching() {
-			// inotify wakes us on every change that matters; this poll
-			// only covers what it cannot see (a writer rewriting the file
-			// in place, a network filesystem).
-			timeout = min(left, jitter(5*time.Second))
-		}
-		timeout = recheckBy(holder, now, timeout)
-		wt.prepare(r, runID)
-		r.at("wait:watching")
-		if r.OnWait != nil {
-			r.OnWait(holder, now.Sub(start))
-		}
-		pid := 0
-		if holder.Local && !holder.Orphaned {
-			pid = holder.Pid
-		}
-		// Still queued for the hold (a holder without it, or one we saw
-		// before it took it): its grant wakes us too.
-		var granted <-chan struct{}
-		if wt.hold.pending() {
-			granted = wt.hold.grantedChan()
-		}
-		if holder.TreeFile != "" && (holder.Orphaned || !holder.Local) {
-			select {
-			case <-treeEnded:
-				treeFor = "" // ended once already: a new wait for a new look
-			default:
-			}
-			if treeFor != holder.TreeFile {
-				treeFor, treeEnded = holder.TreeFile, awaitTreeEnd(holder.TreeFile)
-			}
-			granted = treeEnded
-		}
-		w.Wait(timeout, pid, granted)
-	}
-}
-
-// orphanGrace is how long an acquirer that finds a dead holder's tree
-// still running waits for it to end before it reports a conflict: the
-// direct child gets a parent-death signal when the holder dies, and its
-// exit (and its descendants' when they were in the group being killed)
-// takes a moment. Trees that outlive it hold the lock.
-const orphanGrace = 250 * time.Millisecond
-
-// defaultHoldPoll is how often a waiter queued for the hold looks at the
-// lock file anyway (±25%): a lock file removed by hand or broken while its
-// holder runs, and a hold kept by a stopped process, are seen within it.
-// Like the directory watch's safety poll it is seconds, not less: an idle
-// waiter should cost next to no CPU.
-const defaultHoldPoll = 5 * time.Second
-
-func (r *RunLocker) holdPollEvery() time.Duration {
-	if p := r.knobs().holdPoll; p > 0 {
-		return p
-	}
-	return defaultHoldPoll
-}
-
-// recheckBy shortens timeout to end just after the holder's lock may have
-// turned stale by itself.
-func recheckBy(holder *Holder, now time.Time, timeout time.Duration) time.Duration {
-	if holder.RecheckAt.IsZero() {
-		return timeout // held while its tree runs: it turns stale only when that ends
-	}
-	if until := holder.RecheckAt.Sub(now) + 5*time.Millisecond; until > 0 {
-		return min(timeout, until)
-	}
-	return min(timeout, 5*time.Millisecond)
-}
-
-// waitHold blocks until the hold is granted, timeout passes or ctx ends.
-func waitHold(ctx context.Context, hold *holdRequest, timeout time.Duration) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-hold.grantedChan():
-	}
+			return hold, false, false
+		},
+	})
+	return lock, err
 }
 
 // maxFaults is how many attempts in a row may fail with an error that is
@@ -812,7 +670,7 @@ const maxFaults = 4
 // other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
-	if errors.Is(err, ErrInvalid) {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch) {
 		return err, true
 	}
 	if errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted) {
@@ -830,80 +688,4 @@ func (r *RunLocker) fault(runID string, err error, faults *int, left time.Durati
 		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 	}
 	return nil, false
-}
-
-// waiter is what a waiter brings to each attempt (Acquire): its place in
-// the hold's queue and what it made ready before its wait blocked. The
-// zero value, a first attempt's or TryAcquire's, has none of them.
-type waiter struct {
-	hold    *holdRequest // nil until it queues for the hold
-	lockID  string       // the new lock's id ("": drawn when the lock is created)
-	unnamed unnamedFile  // for the new lock's payload
-}
-
-// prepare readies, before the wait blocks, what the attempt a release
-// wakes would otherwise pay for: it draws the lock id, has encoding/json
-// build the payload's encoder and opens the unnamed file the payload will
-// be written to (the first use of crypto/rand, encoding/json's first
-// encoding of a type and making an O_TMPFILE's inode together cost as much
-// as the rest of that attempt). The unnamed file has no name, so a waiter
-// leaves nothing in the directory; an attempt that fails uses it up, and
-// the next wait opens another. One that never waits (a free lock, a
-// conflict) does all of it, or none.
-func (wt *waiter) prepare(r *RunLocker, runID string) {
-	if wt.lockID == "" {
-		wt.lockID = randomID()
-		_, _ = Payload{RunID: runID, LockID: wt.lockID}.Encode()
-	}
-	wt.unnamed.open(r)
-}
-
-// giveUp lets go of what the new lock did not take: the place in the
-// hold's queue and the unnamed file.
-func (wt *waiter) giveUp() {
-	wt.hold.abandon()
-	wt.unnamed.close()
-}
-
-// unnamedFile is the unnamed file (O_TMPFILE) a waiter opens before its
-// wait blocks, for the payload of the lock it is waiting for (Acquire);
-// the zero value has none.
-type unnamedFile struct {
-	f    *os.File
-	mode fs.FileMode // the mode it was made with
-}
-
-// open makes one when there is none and the filesystem can; a failure
-// leaves none, and the lock's creation opens one as it always did.
-func (u *unnamedFile) open(r *RunLocker) {
-	if u.f != nil {
-		return
-	}
-	mode := r.lockMode()
-	if f, err := r.fsys().OpenUnnamed(r.Dir, mode); err == nil {
-		u.f, u.mode = f, mode
-	}
-}
-
-// take hands the file over, if there is one made with mode (the directory
-// can turn shared or private during a wait); one made with another mode is
-// closed.
-func (u *unnamedFile) take(mode fs.FileMode) *os.File {
-	if u.f == nil {
-		return nil
-	}
-	f := u.f
-	u.f = nil
-	if u.mode != mode {
-		f.Close()
-		return nil
-	}
-	return f
-}
-
-func (u *unnamedFile) close() {
-	if u.f != nil {
-		u.f.Close()
-		u.f = nil
-	}
 }

@@ -164,7 +164,7 @@ func raceHolderAgainstReclaim(t *testing.T, serialised bool, point string, op fu
 	}()
 	if serialised {
 		waitClosed(t, watch.asked, "the reclaimer to ask for the guard")
-		awaitQueuedFlock(t, rec.guardPath("job"))
+		awaitQueuedFlock(t, rec.files("job").guard)
 	} else {
 		<-done // without the guard the reclaimer runs to completion meanwhile
 	}

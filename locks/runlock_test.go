@@ -486,7 +486,7 @@ func TestFencingTokenGrows(t *testing.T) {
 	// A reclaimed lock carries its token: even with the sidecar gone the
 	// next token is larger.
 	l := mustAcquire(t, r, "job")
-	os.Remove(r.fencePath("job"))
+	os.Remove(r.files("job").fence)
 	p := readPayload(t, l.Path)
 	p.ExpiresAt, p.Tree = 1, false // judged by its TTL alone (see expire)
 	writeLockFile(t, l.Path, p, time.Time{})
@@ -508,12 +508,12 @@ func TestFencingCounterLayout(t *testing.T) {
 	dir := t.TempDir()
 	r := newTestLocker(t, dir, time.Minute)
 	// above the clock's floor (fenceFloor), so the stored counter decides
-	if err := os.WriteFile(r.fencePath("job"), []byte("09000000000000000041\n"), 0o600); err != nil {
+	if err := os.WriteFile(r.files("job").fence, []byte("09000000000000000041\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l := mustAcquire(t, r, "job")
 	defer l.Release()
-	data, err := os.ReadFile(r.fencePath("job"))
+	data, err := os.ReadFile(r.files("job").fence)
 	if err != nil {
 		t.Fatal(err)
 	}

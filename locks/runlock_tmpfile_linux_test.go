@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -86,7 +85,7 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 			if removed := drainInotify(t, ino); !slices.Equal(removed, []string{filepath.Base(l.Path), tree}) {
 				t.Fatalf("release removed %v, want the lock file and then %s", removed, tree)
 			}
-			w := &waker{name: filepath.Base(l.Path)}
+			w := &waker{names: map[string]bool{filepath.Base(l.Path): true}}
 			if w.relevant(inotifyEvent(tree)) {
 				t.Fatal("the tree file's removal would wake a waiter")
 			}
@@ -127,94 +126,4 @@ func inotifyEvent(name string) []byte {
 	ev.Mask, ev.Len = unix.IN_DELETE, uint32(n)
 	copy(buf[unix.SizeofInotifyEvent:], name)
 	return buf
-}
-
-// skipWithoutUnnamed skips a test of unnamed files where r's directory
-// cannot have them (no O_TMPFILE).
-func skipWithoutUnnamed(t *testing.T, r *RunLocker) {
-	t.Helper()
-	f, err := r.fsys().OpenUnnamed(r.Dir, 0o600)
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skip("no O_TMPFILE on this filesystem")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-}
-
-// unnamedIn lists the inodes of the unnamed files (O_TMPFILE) in dir that
-// this process has open: /proc shows one as "<dir>/#<inode> (deleted)".
-func unnamedIn(t *testing.T, dir string) []uint64 {
-	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inodes []uint64
-	for _, e := range fds {
-		fd := filepath.Join("/proc/self/fd", e.Name())
-		target, err := os.Readlink(fd)
-		if err != nil || !strings.HasPrefix(target, dir+"/#") || !strings.HasSuffix(target, " (deleted)") {
-			continue
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(fd, &st); err == nil {
-			inodes = append(inodes, st.Ino)
-		}
-	}
-	return inodes
-}
-
-// A waiter opens the unnamed file for its payload before its wait blocks,
-// and the lock it is granted is that file: the hand-off does not make an
-// inode. (Were the file opened again at the hand-off, the lock file would
-// be another inode.)
-func TestWaiterWritesThePayloadFileItPrepared(t *testing.T) {
-	l, w := heldWithWaiter(t, time.Hour)
-	dir := w.Dir
-	skipWithoutUnnamed(t, w)
-	if open := unnamedIn(t, dir); len(open) != 0 {
-		t.Fatalf("unnamed files open before any wait: %v", open)
-	}
-	isWaiting := waiting(w)
-	got := acquireInGoroutine(w, "job", time.Minute)
-	waitClosed(t, isWaiting, "the waiter to wait")
-	prepared := unnamedIn(t, dir)
-	if len(prepared) != 1 {
-		t.Fatalf("a waiting waiter has %d unnamed files open in its dir (%v), want 1", len(prepared), prepared)
-	}
-	next := handOver(t, l, got, "the waiter")
-	defer next.Release()
-	if ino := inodeOf(t, next.Path); ino != prepared[0] {
-		t.Fatalf("the lock file is inode %d, not the unnamed file %d the waiter prepared", ino, prepared[0])
-	}
-	if p := readPayload(t, next.Path); p.LockID != next.LockID() || p.FencingToken != next.FencingToken() {
-		t.Fatalf("lock file carries lock id %q token %d, want %q %d", p.LockID, p.FencingToken, next.LockID(), next.FencingToken())
-	}
-	if open := unnamedIn(t, dir); len(open) != 0 {
-		t.Fatalf("unnamed files still open once the lock is taken: %v", open)
-	}
-}
-
-// A wait that ends without the lock (its bound passed) closes the unnamed
-// file it prepared: nothing leaks, whatever the outcome.
-func TestGivenUpWaitClosesItsPayloadFile(t *testing.T) {
-	l, w := heldWithWaiter(t, time.Hour)
-	defer l.Release()
-	dir := w.Dir
-	skipWithoutUnnamed(t, w)
-	isWaiting := waiting(w)
-	got := acquireInGoroutine(w, "job", 300*time.Millisecond)
-	waitClosed(t, isWaiting, "the waiter to wait")
-	if open := unnamedIn(t, dir); len(open) != 1 {
-		t.Fatalf("a waiting waiter has %d unnamed files open in its dir (%v), want 1", len(open), open)
-	}
-	a := await(t, got, "the waiter to give up")
-	if !errors.Is(a.err, ErrHeld) {
-		t.Fatalf("Acquire = %v, %v; want ErrHeld", a.l, a.err)
-	}
-	if open := unnamedIn(t, dir); len(open) != 0 {
-		t.Fatalf("unnamed files left open by a wait that gave up: %v", open)
-	}
 }

@@ -124,7 +124,7 @@ func (e *SlotsHeldError) Error() string {
 	pids := make([]string, 0, len(e.Holders))
 	for _, h := range e.Holders {
 		if h.Orphaned {
-			pids = append(pids, fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, h.pidList()))
+			pids = append(pids, h.orphanText())
 			continue
 		}
 		pids = append(pids, strconv.Itoa(h.Pid))
@@ -153,10 +153,6 @@ func (m semMeta) flag() string {
 	return "--max " + strconv.Itoa(m.Max)
 }
 
-func (r *RunLocker) metaPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".sem")
-}
-
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
 // readOrRecoverMeta rebuilds it, without writing it back (status and break
@@ -167,7 +163,7 @@ func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found b
 }
 
 func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
-	path := r.metaPath(runID)
+	path := r.files(runID).sem
 	data, _, err := r.fsys().ReadLockFile(path, MaxPayload)
 	if errors.Is(err, fs.ErrNotExist) {
 		return semMeta{}, false, nil
@@ -244,7 +240,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 }
 
 func (r *RunLocker) writeMeta(runID string, m semMeta) error {
-	path := r.metaPath(runID)
+	path := r.files(runID).sem
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -292,13 +288,14 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return nil, nil, err
 	}
 	r.shared = shared
-	g, err := r.lockGuard(runID)
+	files := r.files(runID)
+	g, err := r.lockGuard(files.guard)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer unlockGuard(g)
 
-	xPath := r.LockPath(runID)
+	xPath := files.lock
 	switch v, err := r.read(xPath); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -318,7 +315,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return nil, nil, err
 	}
 	if healed {
-		r.Log.Warn().Str("event", "sem_recovered").Str("path", r.metaPath(runID)).
+		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
 			Msg("corrupt semaphore meta file: rewritten from the slots still held")
 		if found && m.Mode == mode && m.Max <= max {
 			// The slots held fit this newcomer's N (or they are shared):
@@ -410,86 +407,57 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 	if max == 0 {
 		mode = ModeShared
 	}
-	start := r.now()
 	var queue *holdRequest
-	sw := &slotWaiter{r: r, ctx: ctx}
 	var waiting func()
 	defer func() {
 		queue.abandon()
-		sw.close()
 		if waiting != nil {
 			waiting()
 		}
 	}()
-	bo := backoff{min: 10 * time.Millisecond, max: time.Second}
-	faults := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx)
+	names := []string{Key(runID) + ".lock"}
+	if mode == ModeMax {
+		for k := 0; k < max; k++ {
+			names = append(names, Key(SlotRunID(runID, mode, k))+".lock")
 		}
-		lock, held, err := r.trySlot(runID, mode, max)
-		if lock != nil {
-			return lock, nil
-		}
-		now := r.now()
-		left := time.Duration(1<<63 - 1)
-		if wait >= 0 {
-			left = start.Add(wait).Sub(now)
-		}
-		if err != nil {
-			if errors.Is(err, ErrModeMismatch) {
-				return nil, err
+	}
+	var lock *SlotLock
+	err := r.loop(ctx, waitFor{
+		runID: runID,
+		start: r.now(),
+		wait:  wait,
+		names: names,
+		try: func() (bool, []*Holder, error) {
+			l, held, err := r.trySlot(runID, mode, max)
+			lock = l
+			return l != nil, held, err
+		},
+		queue: func(held []*Holder) (*holdRequest, bool, bool) {
+			if waiting == nil {
+				waiting = r.markWaiting(runID)
 			}
-			if fatal, ok := r.fault(runID, err, &faults, left); ok {
-				return nil, fatal
+			exclusive := len(held) == 1 && held[0].RunID == runID
+			if mode == ModeMax && !exclusive && !queue.live() {
+				queue = r.requestQueue(runID)
 			}
-			sleepCtx(ctx, bo.next())
-			continue
-		}
-		faults = 0
-		exclusive := len(held) == 1 && held[0].RunID == runID
-		if left <= 0 {
-			if exclusive || mode == ModeShared {
+			// Not first in line: the kernel wakes us when the one in
+			// front has a slot or gives up. The first in line watches.
+			return queue, queue.pending() && mode == ModeMax && !exclusive, false
+		},
+		heldError: func(held []*Holder, now time.Time) error {
+			if mode == ModeShared || (len(held) == 1 && held[0].RunID == runID) {
 				held[0].FindPids()
-				return nil, &HeldError{RunID: runID, Holder: *held[0], At: now}
+				return &HeldError{RunID: runID, Holder: *held[0], At: now}
 			}
 			out := make([]Holder, len(held))
 			for i, h := range held {
 				h.FindPids()
 				out[i] = *h
 			}
-			return nil, &SlotsHeldError{RunID: runID, Max: max, Holders: out}
-		}
-		if waiting == nil {
-			waiting = r.markWaiting(runID)
-		}
-		if r.OnWait != nil {
-			r.OnWait(held[0], now.Sub(start))
-		}
-		if mode == ModeMax && !exclusive {
-			if !queue.live() {
-				queue = r.requestQueue(runID)
-			}
-			if queue.pending() {
-				// Not first in line: the kernel wakes us when the one in
-				// front has a slot or gives up. The poll covers a first in
-				// line that is stopped.
-				waitHold(ctx, queue, min(left, jitter(r.holdPollEvery())))
-				continue
-			}
-		}
-		if sw.w == nil {
-			names := []string{Key(runID) + ".lock"}
-			if mode == ModeMax {
-				for k := 0; k < max; k++ {
-					names = append(names, Key(SlotRunID(runID, mode, k))+".lock")
-				}
-			}
-			sw.w = newWakerFor(ctx, r.Dir, names[0], names[1:]...)
-			continue // look again: from here on every change wakes us
-		}
-		sw.wait(held, left)
-	}
+			return &SlotsHeldError{RunID: runID, Max: max, Holders: out}
+		},
+	})
+	return lock, err
 }
 
 // AwaitNoSharers is the second half of an exclusive acquisition of runID
@@ -506,117 +474,21 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 	if !found || failpoint.On(failpoint.BrokenSlots) {
 		return nil
 	}
-	sw := &slotWaiter{r: r, ctx: ctx}
-	defer sw.close()
-	renewAt := r.now().Add(r.TTL / 3)
-	for {
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
-		held, err := r.heldSlots(l.RunID, m)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		if len(held) == 0 {
-			return nil
-		}
-		now := r.now()
-		left := time.Duration(1<<63 - 1)
-		if wait >= 0 {
-			left = start.Add(wait).Sub(now)
-		}
-		if left <= 0 {
-			held[0].FindPids()
-			return &HeldError{RunID: l.RunID, Holder: *held[0], At: now}
-		}
-		if sw.w == nil && m.Slots > 0 {
-			names := make([]string, 0, m.Slots)
-			for k := 0; k < m.Slots; k++ {
-				names = append(names, Key(SlotRunID(l.RunID, m.Mode, k))+".lock")
-			}
-			sw.w = newWakerFor(ctx, r.Dir, names[0], names[1:]...)
-			continue
-		}
-		if r.OnWait != nil {
-			r.OnWait(held[0], now.Sub(start))
-		}
-		sw.wait(held, min(left, max(renewAt.Sub(now), time.Millisecond)))
-		if !r.now().Before(renewAt) {
-			if err := l.Renew(); err != nil {
-				return err
-			}
-			renewAt = r.now().Add(r.TTL / 3)
-		}
+	names := make([]string, 0, m.Slots)
+	for k := 0; k < m.Slots; k++ {
+		names = append(names, Key(SlotRunID(l.RunID, m.Mode, k))+".lock")
 	}
-}
-
-// slotWaiter blocks a waiter of several lock files until one may have
-// changed: removed or renamed (inotify), a holder's command tree ended
-// (its tree file's flock), or a holder's lock may have turned stale by
-// itself (its expiry).
-type slotWaiter struct {
-	r     *RunLocker
-	ctx   context.Context
-	w     *waker
-	trees map[string]bool // tree files being waited on
-	ended chan struct{}   // a token when one of them ended
-	bo    backoff
-}
-
-// wait blocks for at most left. While inotify watches, the timeout only
-// backs up what it cannot see (a file rewritten in place); without it, a
-// capped backoff with jitter paces the looks.
-func (sw *slotWaiter) wait(held []*Holder, left time.Duration) {
-	var timeout time.Duration
-	if sw.w == nil {
-		sw.w = newWakerFor(sw.ctx, sw.r.Dir, "")
-	}
-	if sw.w.Watching() {
-		timeout = min(left, jitter(5*time.Second))
-	} else {
-		if sw.bo.max == 0 {
-			sw.bo = backoff{min: 10 * time.Millisecond, max: time.Second}
-		}
-		timeout = min(left, sw.bo.next())
-	}
-	if sw.trees == nil {
-		sw.trees = make(map[string]bool)
-		sw.ended = make(chan struct{}, 1)
-	}
-	now := sw.r.now()
-	for _, h := range held {
-		timeout = recheckBy(h, now, timeout)
-		if h.TreeFile == "" || sw.trees[h.TreeFile] {
-			continue
-		}
-		if ended := awaitTreeEnd(h.TreeFile); ended != nil {
-			sw.trees[h.TreeFile] = true
-			go func() {
-				<-ended
-				select {
-				case sw.ended <- struct{}{}:
-				default:
-				}
-			}()
-		}
-	}
-	sw.w.Wait(timeout, 0, sw.ended)
-}
-
-func (sw *slotWaiter) close() {
-	if sw.w != nil {
-		sw.w.Close()
-	}
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	return r.loop(ctx, waitFor{
+		runID: l.RunID,
+		start: start,
+		wait:  wait,
+		names: names,
+		renew: l,
+		try: func() (bool, []*Holder, error) {
+			held, err := r.heldSlots(l.RunID, m)
+			return err == nil && len(held) == 0, held, err
+		},
+	})
 }
 
 // MaxMismatch is the error of a --max want against running holders of

@@ -4,27 +4,18 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-func (r *RunLocker) queuePath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".semq")
-}
-
-func (r *RunLocker) waitingPath(runID string) string {
-	return filepath.Join(r.Dir, Key(runID)+".waiting")
-}
-
 // requestQueue asks for a place in the line of runID's semaphore waiters:
 // an exclusive flock of <key>.semq, which the kernel grants to one waiter
 // at a time. nil when the file cannot be opened: the waiter then watches
 // the slots itself, as if first in line.
 func (r *RunLocker) requestQueue(runID string) *holdRequest {
-	f, err := r.fsys().OpenGuard(r.queuePath(runID))
+	f, err := r.fsys().OpenGuard(r.files(runID).semq)
 	if err != nil {
 		return nil
 	}
@@ -35,7 +26,7 @@ func (r *RunLocker) requestQueue(runID string) *holdRequest {
 // returned func is called: a shared flock of <key>.waiting, which status
 // counts in /proc/locks (WaitersOf). Nothing when the file cannot be had.
 func (r *RunLocker) markWaiting(runID string) func() {
-	f, err := r.fsys().OpenGuard(r.waitingPath(runID))
+	f, err := r.fsys().OpenGuard(r.files(runID).waiting)
 	if err != nil {
 		return func() {}
 	}
@@ -51,7 +42,7 @@ func (r *RunLocker) markWaiting(runID string) func() {
 // that cannot be known.
 func (r *RunLocker) WaitersOf(runID string) (n int, ok bool) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(r.waitingPath(runID), &st); err != nil {
+	if err := syscall.Stat(r.files(runID).waiting, &st); err != nil {
 		return 0, os.IsNotExist(err)
 	}
 	f, err := os.Open("/proc/locks")

@@ -426,7 +426,7 @@ func exclusiveRunsOut(t *testing.T, r *RunLocker, runID string) *Lock {
 // caller below would get this error).
 func corruptMeta(t *testing.T, r *RunLocker, runID string) {
 	t.Helper()
-	if err := os.WriteFile(r.metaPath(runID), []byte("{garbage\x00"), 0o600); err != nil {
+	if err := os.WriteFile(r.files(runID).sem, []byte("{garbage\x00"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.readMeta(runID); err == nil || !strings.Contains(err.Error(), "is corrupt") {
@@ -479,7 +479,7 @@ func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
 	a.Release() // slot 0 free, slot 1 held
 	defer b.Release()
 	corruptMeta(t, r, "b")
-	before, err := os.ReadFile(r.metaPath("b"))
+	before, err := os.ReadFile(r.files("b").sem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
 	if err != nil || !found || mode != ModeMax || slots != 2 || max != 2 {
 		t.Errorf("SlotsOf with slot 1 held = %s max %d slots %d %v %v, want max 2 slots 2 (the least N that fits)", mode, max, slots, found, err)
 	}
-	if after, _ := os.ReadFile(r.metaPath("b")); string(after) != string(before) {
+	if after, _ := os.ReadFile(r.files("b").sem); string(after) != string(before) {
 		t.Errorf("SlotsOf rewrote the meta file: %q", after)
 	}
 	b.Release()
@@ -516,5 +516,37 @@ func TestCorruptMetaExclusiveStillWaitsForSharers(t *testing.T) {
 	defer s.Release()
 	if _, _, slots, found, err := r.SlotsOf("db"); err != nil || !found || slots < 3 {
 		t.Errorf("SlotsOf after the heal: slots %d %v %v, want at least 3", slots, found, err)
+	}
+}
+
+// The grace for a just-died holder (wait.go) reaches slots too, as it does
+// run locks: a one-attempt AcquireSlot that finds the slot's holder dead
+// with its command still ending waits up to orphanGrace for the tree to
+// end, and takes the slot instead of calling it a conflict.
+func TestSemaphoreJustDiedHolderGraced(t *testing.T) {
+	dir := t.TempDir()
+	holder, slot, child := slotHolder(t, dir, 1)
+	holder.Process.Kill()
+	holder.Wait()
+	r := newTestLocker(t, dir, time.Minute)
+	lockPath := r.LockPath(SlotRunID("b", ModeMax, slot))
+	tree := treePath(lockPath, readPayload(t, lockPath).LockID)
+	go func() {
+		// Killed only once the acquirer waits on the tree file: in its
+		// grace, after its attempt found the holder orphaned.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if hasOpen(os.Getpid(), tree) {
+				break
+			}
+		}
+		syscall.Kill(child, syscall.SIGKILL)
+	}()
+	l, err := r.AcquireSlot(context.Background(), "b", 1, 0)
+	if err != nil {
+		t.Fatalf("AcquireSlot(wait 0) with the holder's tree ending in the grace: %v", err)
+	}
+	defer l.Release()
+	if l.Slot != slot {
+		t.Errorf("got slot %d, want the dead holder's %d", l.Slot, slot)
 	}
 }

@@ -50,12 +50,6 @@ func treePath(lockPath, lockID string) string {
 	return strings.TrimSuffix(lockPath, ".lock") + treeSuffix + lockID
 }
 
-// spareTreePath is the run id's spare tree file (see above): not a
-// leftover, like the guard and the fence file.
-func spareTreePath(lockPath string) string {
-	return strings.TrimSuffix(lockPath, ".lock") + ".tree"
-}
-
 // TreeState is what a probe of a lock's tree file found.
 type TreeState int
 

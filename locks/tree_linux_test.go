@@ -153,7 +153,7 @@ func TestReleasedTreeHoldsNothing(t *testing.T) {
 	// The orphan still holds the old file's flock — released to the spare's
 	// name, then unlinked by the next acquirer, which found it held: proof
 	// that it did inherit it (the negative side of this row).
-	if !hasOpen(orphan.Process.Pid, spareTreePath(l.Path)+" (deleted)") {
+	if !hasOpen(orphan.Process.Pid, l.files.spare+" (deleted)") {
 		t.Fatal("the orphan no longer holds the old tree file; the row shows nothing")
 	}
 }
@@ -170,7 +170,7 @@ func TestTreeSpareReused(t *testing.T) {
 	if err := first.Release(); err != nil {
 		t.Fatal(err)
 	}
-	spare := spareTreePath(first.Path)
+	spare := first.files.spare
 	// Older than gc's floor for tree files (MinTempAge), so a spare taken
 	// for a leftover would be removed here.
 	old := time.Now().Add(-2 * MinTempAge)
@@ -339,7 +339,7 @@ func TestTreeFaults(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	spare := spareTreePath(l.Path)
+	spare := l.files.spare
 	spareIno := inodeOf(t, spare)
 
 	ffs.rename = func(oldpath string) error {

@@ -23,9 +23,9 @@ import (
 // the netpoller lets the whole process sleep until an event or the timer
 // (a waiter may wait for hours; it should cost next to nothing).
 type waker struct {
-	ctx       context.Context
-	dir, name string
-	names     map[string]bool // more names that matter (newWakerFor); nil for one
+	ctx   context.Context
+	dir   string
+	names map[string]bool // the lock files (base names) whose events matter
 
 	ino   *os.File // inotify instance; nil when unavailable
 	wd    int      // its watch on dir; -1 when not watching
@@ -44,19 +44,12 @@ type waker struct {
 const dirEvents = unix.IN_DELETE | unix.IN_MOVED_FROM |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-func newWaker(ctx context.Context, dir, name string) *waker {
-	return newWakerFor(ctx, dir, name)
-}
-
-// newWakerFor is newWaker for several lock files of one directory (the
-// slots of a semaphore): a change to any of them wakes Wait.
-func newWakerFor(ctx context.Context, dir, name string, more ...string) *waker {
-	w := &waker{ctx: ctx, dir: dir, name: name, wd: -1, dirty: make(chan struct{}, 1)}
-	if len(more) > 0 {
-		w.names = make(map[string]bool, len(more))
-		for _, n := range more {
-			w.names[n] = true
-		}
+// newWaker watches the lock files names of dir (base names; several for
+// the slots of a semaphore): a change to any of them wakes Wait.
+func newWaker(ctx context.Context, dir string, names ...string) *waker {
+	w := &waker{ctx: ctx, dir: dir, wd: -1, dirty: make(chan struct{}, 1), names: make(map[string]bool, len(names))}
+	for _, n := range names {
+		w.names[n] = true
 	}
 	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
 		w.ino = os.NewFile(uintptr(fd), "inotify")
@@ -145,7 +138,7 @@ func (w *waker) relevant(buf []byte) bool {
 			found = true
 			continue
 		}
-		if string(name) == w.name || w.names[string(name)] {
+		if w.names[string(name)] {
 			found = true
 		}
 	}

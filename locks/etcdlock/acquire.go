@@ -198,8 +198,8 @@ type contender struct {
 }
 
 // rpc bounds one request.
-func (c *contender) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.l.dialTimeout())
+func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.dialTimeout())
 }
 
 // enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
@@ -238,7 +238,7 @@ func (c *contender) enqueue(ctx context.Context) (*Owner, error) {
 		read := clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...)
 		then, els = append(then, read), append(els, read)
 	}
-	rctx, cancel := c.rpc(ctx)
+	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
 	resp, err := c.cl.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
 	if err != nil {
@@ -319,7 +319,7 @@ func (c *contender) lock(ctx context.Context, start time.Time, wait time.Duratio
 		return err
 	}
 	// The wait ran out: name the holder.
-	rctx, rcancel := c.rpc(ctx)
+	rctx, rcancel := c.l.rpc(ctx)
 	defer rcancel()
 	o, oerr := c.l.owner(rctx, c.cl, c.runID)
 	if oerr != nil {
@@ -351,7 +351,7 @@ func (c *contender) restamp(ctx context.Context) {
 	if time.Since(c.queuedAt) < 100*time.Millisecond {
 		return
 	}
-	rctx, cancel := c.rpc(ctx)
+	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
 	_, err := c.cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.token)).
 		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease()))).
@@ -375,7 +375,7 @@ func (c *contender) reportWaiting(ctx context.Context, start time.Time) (stop fu
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			rctx, rcancel := c.rpc(ctx)
+			rctx, rcancel := c.l.rpc(ctx)
 			resp, err := c.cl.Get(rctx, pfx, clientv3.WithFirstCreate()...)
 			rcancel()
 			if err != nil {
@@ -385,19 +385,10 @@ func (c *contender) reportWaiting(ctx context.Context, start time.Time) (stop fu
 				continue
 			}
 			var o *Owner
-			if len(resp.Kvs) > 0 {
+			if len(resp.Kvs) > 0 && string(resp.Kvs[0].Key) != c.key {
 				o = ownerFromKV(c.runID, resp.Kvs[0])
 			}
-			report := func() {
-				if o == nil || o.Key == c.key {
-					return
-				}
-				h := o.Holder
-				if h == nil {
-					h = &locks.Holder{Path: o.Key}
-				}
-				c.l.OnWait(h, time.Since(start))
-			}
+			report := c.l.reporter(o, start)
 			if woke, err := awaitDelete(ctx, c.cl, pfx, resp.Header.Revision+1, 0, report); !woke && err != nil {
 				// The cluster ended the watch: read again after a pause.
 				if !sleep(ctx, time.Second, 0) {

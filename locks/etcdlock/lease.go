@@ -16,7 +16,7 @@ import (
 // session that the client keeps alive. It returns the granted TTL (the
 // server may raise the one asked for) and when the grant was answered.
 func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, time.Duration, time.Time, error) {
-	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	grant, err := cl.Grant(rctx, l.ttlSeconds())
 	if err != nil {

@@ -87,12 +87,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			// RUN_ID's own mutex has a key (a plain run holds or waits, or
 			// etcdctl lock): no slot is taken until it is gone.
 			watch = l.MutexName(runID) + "/"
-			h := holderOf(first)
-			report = func() {
-				if l.OnWait != nil {
-					l.OnWait(&h, time.Since(start))
-				}
-			}
+			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
 			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
@@ -114,11 +109,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 					held[k] = *o.Holder
 				}
 			}
-			report = func() {
-				if l.OnWait != nil {
-					l.OnWait(&held[0], time.Since(start))
-				}
-			}
+			report = l.reporter(owners[0], start)
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
 		waited := time.Since(start)
@@ -234,7 +225,7 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 	err := c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
 		func() *Owner { return c.slotHolder },
 		func(wctx context.Context) (int64, error) {
-			rctx, rcancel := c.rpc(wctx)
+			rctx, rcancel := c.l.rpc(wctx)
 			resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
 			rcancel()
 			if err != nil {
@@ -270,7 +261,7 @@ func heldOwner(err error) *Owner {
 // runID's own mutex in one transaction: the owner of each slot (nil:
 // free), the mutex's first key (nil: none), and the revision read at.
 func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID string, max int) ([]*Owner, *Owner, int64, error) {
-	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	resp, err := cl.Txn(rctx).Then(
 		clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithPrefix(),
@@ -349,7 +340,7 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 	defer cl.Close()
 	key, want := l.maxKey(runID), strconv.Itoa(max)
 	for attempt := 0; attempt < 3; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+		rctx, cancel := l.rpc(ctx)
 		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, want)).Else(clientv3.OpGet(key)).Commit()
 		cancel()
@@ -368,21 +359,17 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 		}
 		have, _ := strconv.Atoi(string(kvs[0].Value))
 		for k := 0; k < have; k++ {
-			rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+			rctx, cancel := l.rpc(ctx)
 			o, err := l.owner(rctx, cl, locks.SlotRunID(runID, locks.ModeMax, k))
 			cancel()
 			if err != nil {
 				return l.unavailable(err)
 			}
 			if o != nil {
-				h := locks.Holder{}
-				if o.Holder != nil {
-					h = *o.Holder
-				}
-				return locks.MaxMismatch(runID, max, have, h)
+				return locks.MaxMismatch(runID, max, have, holderOf(o))
 			}
 		}
-		rctx, cancel = context.WithTimeout(ctx, l.dialTimeout())
+		rctx, cancel = l.rpc(ctx)
 		// Only while no slot key exists at all: a slot of the old size
 		// taken since the look above keeps the size (its transaction
 		// compares the size's value).

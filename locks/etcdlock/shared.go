@@ -64,6 +64,15 @@ func (l *Locker) sharedBesideMax(runID string, slot *mvccpb.KeyValue, maxKV []*m
 	return locks.SharedMaxMismatch(runID, true, max, holderOf(l.slotOwnerFromKV(slot)))
 }
 
+// reporter is the OnWait call of a wait behind o (nil: nobody) since start.
+func (l *Locker) reporter(o *Owner, start time.Time) func() {
+	if l.OnWait == nil || o == nil {
+		return func() {}
+	}
+	h := holderOf(o)
+	return func() { l.OnWait(&h, time.Since(start)) }
+}
+
 // holderOf is what an error can say about o: its holder information, or
 // its key when it has none.
 func holderOf(o *Owner) locks.Holder {
@@ -140,13 +149,7 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
-		report := func() {
-			if c.l.OnWait != nil {
-				h := holderOf(b)
-				c.l.OnWait(&h, time.Since(start))
-			}
-		}
-		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, 0, report)
+		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, 0, c.l.reporter(b, start))
 		switch {
 		case isClosed(c.lease.lost):
 			return fmt.Errorf("while waiting%s: %w", what, c.lease.err)
@@ -177,7 +180,7 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 // readOlder reads the keys queued before ours again, oldest first, and
 // returns the revision read at.
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
-	rctx, cancel := c.rpc(ctx)
+	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
 	resp, err := c.cl.Get(rctx, c.l.MutexName(c.runID)+"/", clientv3.WithPrefix(),
 		clientv3.WithMaxCreateRev(c.token-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))

@@ -159,7 +159,7 @@ func (l *Locker) query(ctx context.Context, f func(context.Context, *clientv3.Cl
 		return l.unavailable(err)
 	}
 	defer cl.Close()
-	rctx, cancel := context.WithTimeout(ctx, l.dialTimeout())
+	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	if err := f(rctx, cl); err != nil {
 		return l.unavailable(err)
