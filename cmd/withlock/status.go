@@ -95,7 +95,9 @@ type statusReport struct {
 	Scopes    *scopeStatus     `json:"scopes"` // null when RUN_IDs were named
 	// Semaphores sums up the run ids used with --max or --shared (sem_status.go).
 	Semaphores []semStatus `json:"semaphores"`
-	Errors     []string    `json:"errors"`
+	// History is each run id's run history (history_status.go).
+	History []historyStatus `json:"history"`
+	Errors  []string        `json:"errors"`
 }
 
 // lockStatus is one run lock (or a named run id that has none: state "free").
@@ -200,6 +202,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		}
 	}
 	st.Semaphores = gatherSemaphores(locker, st)
+	st.History = gatherHistory(locker.Dir, named, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
@@ -287,6 +290,7 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		}
 		t.write(w)
 	}
+	writeHistory(w, st, st.Scopes == nil)
 }
 
 func lockRow(l lockStatus) []string {

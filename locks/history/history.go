@@ -18,6 +18,7 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +81,6 @@ type Record struct {
 	At      float64 `json:"at,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
 	Holder  *Holder `json:"holder,omitempty"`
-	Waited  float64 `json:"waited,omitempty"`
 	Skipped int     `json:"skipped,omitempty"` // totals: refused starts dropped after SkippedSince
 	// Totals: runs by result and refused starts, of the lines dropped.
 	Runs         map[string]int `json:"runs,omitempty"`
@@ -107,6 +107,10 @@ func Epoch(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // Time is the inverse of Epoch.
 func Time(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
 
+var errBusy = errors.New("busy")
+
+const appendFlags = os.O_WRONLY | os.O_APPEND | os.O_CREATE
+
 // lockBound is how long an append waits for a rewrite to finish.
 const lockBound = time.Second
 
@@ -118,38 +122,35 @@ func Append(path string, rec Record) error {
 		return err
 	}
 	line = append(line, '\n')
-	f, err := openLocked(path, syscall.LOCK_SH)
+	f, err := openLocked(path, appendFlags, syscall.LOCK_SH)
 	if err != nil {
 		return err
 	}
 	err = write(f, line)
-	end, _ := f.Seek(0, io.SeekCurrent) // O_APPEND: the file's size after our line
+	fi, serr := f.Stat()
 	f.Close()
 	if err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
 	// A line is never shorter than 40 bytes: a smaller file cannot hold
 	// MaxLines of them, and is not read again here.
-	if end > MaxLines*40 {
+	if serr == nil && fi.Size() > MaxLines*40 {
 		return compact(path)
 	}
 	return nil
 }
 
-// write is one write(2) of line; the torn-history failpoint splits it in
-// two, so that concurrent writers can interleave (a negative control).
+// write is one write(2) of line (os.File.Write would retry a short write
+// in a second one); the torn-history failpoint splits it in two, so that
+// concurrent writers can interleave (a negative control).
 func write(f *os.File, line []byte) error {
 	parts := [][]byte{line}
 	if failpoint.On(failpoint.TornHistory) {
 		parts = [][]byte{line[:len(line)/2], line[len(line)/2:]}
 	}
 	for _, p := range parts {
-		n, err := f.Write(p)
-		if err == nil && n < len(p) {
-			err = io.ErrShortWrite
-		}
-		if err != nil {
-			return err
+		if n, err := syscall.Write(int(f.Fd()), p); err != nil || n < len(p) {
+			return cmp.Or(err, io.ErrShortWrite)
 		}
 	}
 	return nil
@@ -157,10 +158,10 @@ func write(f *os.File, line []byte) error {
 
 // openLocked opens path for appending and takes flock(how) on it, waiting
 // at most lockBound, and checks that path still names the file opened.
-func openLocked(path string, how int) (*os.File, error) {
+func openLocked(path string, flag, how int) (*os.File, error) {
 	deadline := time.Now().Add(lockBound)
 	for {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +174,7 @@ func openLocked(path string, how int) (*os.File, error) {
 			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
 		}
 		if how == syscall.LOCK_EX || time.Now().After(deadline) {
-			return nil, fmt.Errorf("history %s: busy", path)
+			return nil, fmt.Errorf("history %s: %w", path, errBusy)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -245,7 +246,7 @@ func parse(line []byte) (Record, bool) {
 // lines. One that cannot take the file's lock at once leaves it to the next
 // append: someone is appending or rewriting right now.
 func compact(path string) error {
-	f, err := openLocked(path, syscall.LOCK_EX)
+	f, err := openLocked(path, appendFlags, syscall.LOCK_EX)
 	if err != nil {
 		return nil
 	}
@@ -275,4 +276,25 @@ func compact(path string) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// RemoveIdle removes the history file at path if nothing was written to it
+// for idle (with dryRun, only says it would), under the file's lock: an
+// append that comes meanwhile then goes to a new file.
+func RemoveIdle(path string, idle time.Duration, dryRun bool) (bool, error) {
+	f, err := openLocked(path, os.O_RDONLY, syscall.LOCK_EX)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errBusy) {
+			err = nil // removed meanwhile, or in use
+		}
+		return false, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || time.Since(fi.ModTime()) < idle {
+		return false, err
+	}
+	if dryRun {
+		return true, nil
+	}
+	return true, os.Remove(path)
 }

@@ -92,46 +92,27 @@ func Summarize(recs []Record) Summary {
 	return s
 }
 
-// Bound is what a rewrite keeps of recs: one totals line counting what
-// it drops (and what earlier rewrites dropped), the last KeepRuns runs and
-// the last KeepRefused refused starts. Start markers of runs that ended
-// are dropped: their end record says it all.
+// Bound is what a rewrite keeps of recs: the last KeepRuns runs, the last
+// KeepRefused refused starts, and one totals line counting what the others
+// counted (so that counters never go down). Start markers of runs that
+// ended are dropped: their end record says it all.
 func Bound(recs []Record) []Record {
-	runs := Runs(recs)
-	s := Summarize(recs)
-	totals := Record{Kind: KindTotals, Runs: make(map[string]int), SkippedSince: s.LastStart}
+	all := Summarize(recs)
+	runs := all.Runs[max(0, len(all.Runs)-KeepRuns):]
 	var refused []Record
 	for _, rec := range recs {
-		switch rec.Kind {
-		case KindTotals:
-			totals.RunID = rec.RunID
-			add(totals.Runs, rec.Runs)
-			totals.Conflicts = rec.Conflicts
-			if rec.SkippedSince == s.LastStart {
-				totals.Skipped = rec.Skipped
-			}
-		case KindRefused:
+		if rec.Kind == KindRefused {
 			refused = append(refused, rec)
 		}
-		if totals.RunID == "" {
-			totals.RunID = rec.RunID
-		}
 	}
-	drop := max(0, len(runs)-KeepRuns)
-	for _, rec := range runs[:drop] {
-		if rec.Kind == KindRun {
-			totals.Runs[rec.Result]++
-		}
+	kept := append(runs, refused[max(0, len(refused)-KeepRefused):]...)
+	left := Summarize(kept)
+	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: make(map[string]int),
+		Conflicts: all.Conflicts - left.Conflicts, Skipped: all.Skipped - left.Skipped, SkippedSince: all.LastStart}
+	for result, n := range all.RunsTotal {
+		totals.Runs[result] = n - left.RunsTotal[result]
 	}
-	dropRefused := max(0, len(refused)-KeepRefused)
-	for _, rec := range refused[:dropRefused] {
-		totals.Conflicts++
-		if rec.At > s.LastStart {
-			totals.Skipped++
-		}
-	}
-	kept := append([]Record{totals}, runs[drop:]...)
-	return append(kept, refused[dropRefused:]...)
+	return append([]Record{totals}, kept...)
 }
 
 func add(to, from map[string]int) {
