@@ -148,7 +148,10 @@ func write(f *os.File, line []byte) error {
 	if failpoint.On(failpoint.TornHistory) {
 		parts = [][]byte{line[:len(line)/2], line[len(line)/2:]}
 	}
-	for _, p := range parts {
+	for i, p := range parts {
+		if i > 0 {
+			time.Sleep(time.Millisecond) // a window for another writer
+		}
 		if n, err := syscall.Write(int(f.Fd()), p); err != nil || n < len(p) {
 			return cmp.Or(err, io.ErrShortWrite)
 		}
