@@ -97,11 +97,11 @@ func TestScorecardMetricsParse(t *testing.T) {
 	for key, want := range map[string]float64{
 		sample("withlock_runs_total", map[string]string{"run_id": weird, "result": "exit"}):    2,
 		sample("withlock_runs_total", map[string]string{"run_id": weird, "result": "timeout"}): 1,
-		sample("withlock_last_exit_code", w):                                                  124,
-		sample("withlock_conflicts_total", w):                                                 0,
-		sample("withlock_conflicts_total", map[string]string{"run_id": "busy"}):               1,
-		sample("withlock_held", map[string]string{"run_id": "busy", "holder_alive": "true"}):  1,
-		sample("withlock_held", map[string]string{"run_id": weird, "holder_alive": "false"}):  0,
+		sample("withlock_last_exit_code", w):                                                   124,
+		sample("withlock_conflicts_total", w):                                                  0,
+		sample("withlock_conflicts_total", map[string]string{"run_id": "busy"}):                1,
+		sample("withlock_held", map[string]string{"run_id": "busy", "holder_alive": "true"}):   1,
+		sample("withlock_held", map[string]string{"run_id": weird, "holder_alive": "false"}):   0,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)

@@ -65,8 +65,8 @@ func run(dir, textfile string) error {
 
 type metrics struct {
 	lastStart, lastEnd, lastSuccess, lastDuration, lastExit *prometheus.GaugeVec
-	runs, conflicts                                          *prometheus.CounterVec
-	held                                                     *prometheus.GaugeVec
+	runs, conflicts                                         *prometheus.CounterVec
+	held                                                    *prometheus.GaugeVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
