@@ -143,6 +143,23 @@ func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 	if !strings.Contains(stdout, "ended unobserved") {
 		t.Errorf("status of all:\n%s", stdout)
 	}
+
+	// break and gc leave the history; gc --history removes it once idle.
+	runs := history.File(dir, "job")
+	for _, args := range [][]string{{"break", "--dir", dir, "job"}, {"gc", "--dir", dir, "--older-than", "0"}} {
+		if _, stderr, code := runWithlock(t, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, stderr)
+		}
+		if _, err := os.Stat(runs); err != nil {
+			t.Fatalf("after %v: %v", args, err)
+		}
+	}
+	if stdout, _, code := runWithlock(t, "gc", "--dir", dir, "--history", "--older-than", "0"); code != 0 || !strings.Contains(stdout, "(history)") {
+		t.Fatalf("gc --history: %d %q", code, stdout)
+	}
+	if _, err := os.Stat(runs); !os.IsNotExist(err) {
+		t.Fatalf("gc --history left %s: %v", runs, err)
+	}
 }
 
 // runOnce runs `withlock run` of job in dir (as uid, unless 0) and returns

@@ -133,8 +133,10 @@ func Append(path string, rec Record) error {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
 	// A line is never shorter than 40 bytes: a smaller file cannot hold
-	// MaxLines of them, and is not read again here.
-	if serr == nil && fi.Size() > MaxLines*40 {
+	// MaxLines of them, and is not read again here. A start marker leaves
+	// the check to its run's end record, which follows: a run pays for one
+	// read of its history, after its lock is released.
+	if serr == nil && fi.Size() > MaxLines*40 && rec.Kind != KindStart {
 		return compact(path)
 	}
 	return nil

@@ -168,3 +168,14 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Fatalf("totals %v, conflicts %d", s.RunsTotal, s.Conflicts)
 	}
 }
+
+// BenchmarkAppend is the cost a run pays for one record (twice per run:
+// the start marker and the end record).
+func BenchmarkAppend(b *testing.B) {
+	path := File(b.TempDir(), "job")
+	for i := 0; b.Loop(); i++ {
+		if err := Append(path, runRec(i, ResultExit, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
