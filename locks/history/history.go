@@ -166,8 +166,12 @@ func write(f *os.File, line []byte) error {
 func openLocked(path string, flag, how int) (*os.File, error) {
 	deadline := time.Now().Add(lockBound)
 	for {
-		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 		if err != nil {
+			return nil, err
+		}
+		if err := ours(f, path); err != nil {
+			f.Close()
 			return nil, err
 		}
 		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
@@ -185,6 +189,20 @@ func openLocked(path string, flag, how int) (*os.File, error) {
 	}
 }
 
+// ours refuses a history file that is not a regular file of ours: in a
+// shared dir (/tmp) another user may have planted one (a FIFO would block
+// the writer, which O_NONBLOCK already prevents).
+func ours(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("history %s: not a regular file of ours", path)
+	}
+	return nil
+}
+
 // samePath reports whether path still names the open file f (a rewrite
 // has not renamed another file over it).
 func samePath(f *os.File, path string) bool {
@@ -197,7 +215,7 @@ func samePath(f *os.File, path string) bool {
 // how many lines it skipped: torn, foreign or of another schema. A missing
 // file holds no records.
 func Read(path string) (recs []Record, skipped int, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func code(n int) *int { return &n }
@@ -177,5 +178,27 @@ func BenchmarkAppend(b *testing.B) {
 		if err := Append(path, runRec(i, ResultExit, 0)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A FIFO planted in place of the history neither blocks the writer nor
+// takes its line.
+func TestAppendRefusesFIFO(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Append(path, runRec(0, ResultExit, 0)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("append to a FIFO succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("append to a FIFO blocked")
+	}
+	if _, _, err := Read(path); err != nil {
+		t.Logf("read of a FIFO: %v", err)
 	}
 }
