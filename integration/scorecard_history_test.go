@@ -70,6 +70,10 @@ func historyStorm(t *testing.T, bin string, n int) (want map[string]int, wantCon
 		switch {
 		case out.code == 75:
 			wantConflicts++
+		case out.code == 73 && strings.Contains(out.stderr, "guard busy"):
+			// 200 processes on a loaded machine: the guard's bound (SPEC
+			// §3) can run out. Nothing started, nothing refused: no record.
+			t.Logf("run %d: %s", i, strings.TrimSpace(out.stderr))
 		case out.code == 124 && jobs[i].result == history.ResultTimeout, out.code == 143 && jobs[i].result == history.ResultSignal,
 			out.code < 7 && jobs[i].result == history.ResultExit:
 			want[jobs[i].result]++

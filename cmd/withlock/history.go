@@ -49,7 +49,8 @@ type runHistory struct {
 
 // append writes rec; the first failure is logged, the others are not.
 func (h *runHistory) append(rec history.Record) {
-	if err := history.Append(h.path, rec); err != nil {
+	// Another user's history (a shared dir) is theirs: nothing to warn of.
+	if err := history.Append(h.path, rec); err != nil && !errors.Is(err, history.ErrForeign) {
 		h.warn.Do(func() {
 			h.log.Warn().Str("event", "history_failed").Str("run_id", h.base.RunID).Err(err).Msg("run history not written")
 		})

@@ -109,6 +109,11 @@ func Time(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
 
 var errBusy = errors.New("busy")
 
+// ErrForeign is the error of an append to another user's history file: in
+// a shared lock dir (/tmp) the history of a run id is its first writer's,
+// and the others' runs are not recorded there (nor is it a fault of theirs).
+var ErrForeign = errors.New("another user's history")
+
 const appendFlags = os.O_WRONLY | os.O_APPEND | os.O_CREATE
 
 // lockBound is how long an append waits for a rewrite to finish.
@@ -167,6 +172,11 @@ func openLocked(path string, flag, how int) (*os.File, error) {
 	deadline := time.Now().Add(lockBound)
 	for {
 		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+		if errors.Is(err, os.ErrPermission) {
+			if fi, lerr := os.Lstat(path); lerr == nil && !ownedByUs(fi) {
+				return nil, fmt.Errorf("history %s: %w", path, ErrForeign)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -197,10 +207,18 @@ func ours(f *os.File, path string) error {
 	if err != nil {
 		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("history %s: not a regular file of ours", path)
+	if !ownedByUs(fi) {
+		return fmt.Errorf("history %s: %w", path, ErrForeign)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("history %s: not a regular file", path)
 	}
 	return nil
+}
+
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
 }
 
 // samePath reports whether path still names the open file f (a rewrite
