@@ -1,6 +1,6 @@
 # withlock: build, test, install and package entry points. CI runs `make test` (see .ci/run).
 #
-#   make build        bin/withlock (static release build, version from git describe)
+#   make build        bin/withlock and bin/withlock-metrics (static release build, version from git describe)
 #   make build-etcd   bin/withlock-etcd, the etcd backend (a separate binary)
 #   make install      withlock, withlock(1) and bash/zsh/fish completion into $(DESTDIR)$(PREFIX)
 #                     (PREFIX=/usr/local; `make install PREFIX=/usr` puts it on cron's PATH)
@@ -61,6 +61,7 @@ ZSH_COMPLETION_DIR ?= $(PREFIX)/share/zsh/site-functions
 # builds with the same flags.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/withlock ./cmd/withlock
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-metrics ./cmd/withlock-metrics
 
 build-etcd:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags etcd -ldflags '$(LDFLAGS)' -o $(BIN)/withlock-etcd ./cmd/withlock
@@ -82,6 +83,7 @@ completion: build
 # left in bin/ (README, Performance: the page cache).
 install: build man completion
 	install -D -m 0755 $(BIN)/withlock $(DESTDIR)$(PREFIX)/bin/withlock
+	install -D -m 0755 $(BIN)/withlock-metrics $(DESTDIR)$(PREFIX)/bin/withlock-metrics
 	install -D -m 0644 $(BIN)/withlock.1 $(DESTDIR)$(PREFIX)/share/man/man1/withlock.1
 	install -D -m 0644 $(BIN)/completion/withlock.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/withlock
 	install -D -m 0644 $(BIN)/completion/_withlock $(DESTDIR)$(ZSH_COMPLETION_DIR)/_withlock

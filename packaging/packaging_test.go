@@ -126,6 +126,7 @@ func TestDeb(t *testing.T) {
 	}
 	wantFiles := []debFile{
 		{"-rwxr-xr-x", "root/root", "./usr/bin/withlock"},
+		{"-rwxr-xr-x", "root/root", "./usr/bin/withlock-metrics"},
 		{"-rw-r--r--", "root/root", "./usr/share/bash-completion/completions/withlock"},
 		{"-rw-r--r--", "root/root", "./usr/share/fish/vendor_completions.d/withlock.fish"},
 		{"-rw-r--r--", "root/root", "./usr/share/man/man1/withlock.1.gz"},
@@ -155,6 +156,10 @@ func TestDeb(t *testing.T) {
 	}
 	if got := run(t, tmp, append(cronEnv, "WITHLOCK_DIR="+filepath.Join(tmp, "locks")), withlock, "run", "job", "--", "sh", "-c", "echo token $WITHLOCK_FENCING_TOKEN"); !regexp.MustCompile(`^token [1-9][0-9]*\n$`).MatchString(got) {
 		t.Errorf("withlock run from the package printed %q", got)
+	}
+	// withlock metrics runs the packaged withlock-metrics, beside withlock.
+	if got := run(t, tmp, append(cronEnv, "WITHLOCK_DIR="+filepath.Join(tmp, "locks")), withlock, "metrics"); !strings.Contains(got, `withlock_runs_total{result="exit",run_id="job"} 1`) {
+		t.Errorf("withlock metrics from the package printed %q", got)
 	}
 	etcdHelp := run(t, tmp, cronEnv, filepath.Join(dest, "usr/bin/withlock-etcd"), "run", "--help")
 	if !strings.Contains(etcdHelp, "--endpoints") {
@@ -280,6 +285,7 @@ func TestMakeInstall(t *testing.T) {
 	run(t, root, nil, "make", "--no-print-directory", "-s", "install", "DESTDIR="+dest, "PREFIX=/usr", "BIN="+bin)
 	want := map[string]os.FileMode{
 		"usr/bin/withlock":                                  0o755,
+		"usr/bin/withlock-metrics":                          0o755,
 		"usr/share/man/man1/withlock.1":                     0o644,
 		"usr/share/bash-completion/completions/withlock":    0o644,
 		"usr/share/zsh/site-functions/_withlock":            0o644,

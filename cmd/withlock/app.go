@@ -32,7 +32,7 @@ func newApp() *cli.Command {
 			c.Usage = "print the shell completion script (bash, zsh or fish)"
 		},
 		// One file per command.
-		Commands:     []*cli.Command{runCommand(), breakCommand(), gcCommand(), scopeCommand(), statusCommand()},
+		Commands:     []*cli.Command{runCommand(), breakCommand(), gcCommand(), scopeCommand(), statusCommand(), metricsCommand()},
 		Action:       unknownCommand,
 		OnUsageError: onUsageError,
 		// Only main exits: keep urfave/cli from calling os.Exit.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -30,6 +31,7 @@ Examples:
 			&cli.StringFlag{Name: "dir", Usage: dirUsage},
 			&durFlag{Name: "older-than", Value: locks.DefaultGCAge, Config: durOpts{days: true}, Usage: "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
+			&cli.BoolFlag{Name: "history", Usage: "also remove the run history (<key>.runs) of run ids that hold no lock and were idle longer than --older-than"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing (errors still print)"},
 		},
 		Action: gcAction,
@@ -56,6 +58,9 @@ func gcAction(_ context.Context, c *cli.Command) error {
 		for _, l := range removed {
 			fmt.Printf("%s %s (%s old)\n", verb, l, shortDuration(l.Age(now).Seconds()))
 		}
+	}
+	if c.Bool("history") { // history.go
+		err = errors.Join(err, collectHistory(locker.Dir, olderThan, dry, c.Bool("quiet")))
 	}
 	if err != nil {
 		return exitWith(exitCantCreate, fmt.Errorf("gc: %w", err))

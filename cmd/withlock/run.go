@@ -134,6 +134,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	be = recordHistory(c, log, be, runID, argv) // history.go
 	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done,
 		func(err error) error { return acquireFailure(c, log, opts, runID, err) })
 	events.exit(err)
@@ -201,7 +202,8 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	noteChild(lock, res.Pid) // for the released and exit events (events.go)
+	noteChild(lock, res.Pid)   // for the released and exit events (events.go)
+	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
 	}

@@ -116,7 +116,9 @@ type statusReport struct {
 	Scopes    *scopeStatus     `json:"scopes"` // null when RUN_IDs were named
 	// Semaphores sums up the run ids used with --max or --shared (sem_status.go).
 	Semaphores []semStatus `json:"semaphores"`
-	Errors     []string    `json:"errors"`
+	// History is each run id's run history (history_status.go).
+	History []historyStatus `json:"history"`
+	Errors  []string        `json:"errors"`
 }
 
 // lockStatus is one run lock (or a named run id that has none: state "free").
@@ -209,6 +211,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
 	st.Semaphores = fileSemaphores(locker, st)
+	st.History = gatherHistory(locker.Dir, runIDs, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
@@ -295,6 +298,7 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		fmt.Fprintln(w)
 		writeScopeTable(w, st.Scopes, "  ")
 	}
+	writeHistory(w, st, st.Scopes == nil)
 }
 
 // writeScopeTable prints the registry's delegation tree, indent before

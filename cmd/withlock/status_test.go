@@ -70,7 +70,7 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"":          {"dir", "errors", "leftovers", "locks", "now", "scopes", "semaphores"},
+		"":          {"dir", "errors", "history", "leftovers", "locks", "now", "scopes", "semaphores"},
 		"locks":     {"age_seconds", "command", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token", "holder", "host", "key", "liveness", "lock_file", "lock_id", "max", "mode", "pid", "pids", "pids_known", "run_id", "slot", "stale_reason", "state", "tree"},
 		"leftovers": {"age_seconds", "key", "kind", "path", "run_id", "since", "size"},
 		"scopes":    {"allocations", "file"},

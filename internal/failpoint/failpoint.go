@@ -47,6 +47,9 @@ const (
 	// WaitUnsubscribed lets a lock wait block before the signal
 	// subscription is in place.
 	WaitUnsubscribed = "wait-unsubscribed"
+	// TornHistory writes each history line in two write(2) calls, so
+	// that concurrent writers can interleave them.
+	TornHistory = "torn-history"
 )
 
 var points = os.Getenv(Env)

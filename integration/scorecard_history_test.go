@@ -1,0 +1,261 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/locks/history"
+)
+
+// Run history (SPEC §8), with real withlock processes.
+
+// historyStorm starts a holder of one run id and, while it holds, n
+// withlock runs of that id at once: a mix of exit codes, signal deaths,
+// --timeout kills (all with --wait) and --wait 0 runs that mostly
+// conflict. It returns what the exit statuses say the history must count,
+// and what the history file holds.
+func historyStorm(t *testing.T, bin string, n int) (want map[string]int, wantConflicts int, got history.Summary, skipped int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "locks")
+	started := filepath.Join(t.TempDir(), "started")
+	holder := startProc(bin, testEnv(t), "run", "--dir", dir, "storm", "--", "sh", "-c", `touch "$0"; sleep 1`, started)
+	if !waitForFile(started, 10*time.Second, holder.ended) {
+		t.Fatal("the holder did not start")
+	}
+	type job struct {
+		args   []string
+		result string // what a run that is not refused records
+	}
+	jobs := make([]job, n)
+	for i := range jobs {
+		base := []string{"run", "--dir", dir, "--wait", "120", "storm", "--"}
+		switch i % 5 {
+		case 0, 4:
+			jobs[i] = job{append(base, "sh", "-c", fmt.Sprintf("exit %d", i%7)), history.ResultExit}
+		case 1:
+			jobs[i] = job{append(base, "sh", "-c", "kill -TERM $$"), history.ResultSignal}
+		case 2:
+			jobs[i] = job{[]string{"run", "--dir", dir, "--wait", "120", "--timeout", "0.05", "storm", "--", "sleep", "5"}, history.ResultTimeout}
+		case 3:
+			jobs[i] = job{[]string{"run", "--dir", dir, "-q", "--wait", "0", "storm", "--", "true"}, history.ResultExit}
+		}
+	}
+	outcomes := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := execWithlock(bin, testEnv(t), 3*time.Minute, jobs[i].args...)
+			if err != nil {
+				t.Error(err)
+			}
+			outcomes[i] = out
+		}()
+	}
+	wg.Wait()
+	if out, err := holder.wait(time.Minute); err != nil || out.code != 0 {
+		t.Fatalf("holder: %+v %v", out, err)
+	}
+	want = map[string]int{history.ResultExit: 1} // the holder's
+	for i, out := range outcomes {
+		switch {
+		case out.code == 75:
+			wantConflicts++
+		case out.code == 73 && strings.Contains(out.stderr, "guard busy"):
+			// 200 processes on a loaded machine: the guard's bound (SPEC
+			// §3) can run out. Nothing started, nothing refused: no record.
+			t.Logf("run %d: %s", i, strings.TrimSpace(out.stderr))
+		case out.code == 124 && jobs[i].result == history.ResultTimeout, out.code == 143 && jobs[i].result == history.ResultSignal,
+			out.code < 7 && jobs[i].result == history.ResultExit:
+			want[jobs[i].result]++
+		default:
+			t.Errorf("run %d %v: status %d, stderr %q", i, jobs[i].args, out.code, out.stderr)
+		}
+	}
+	recs, skipped, err := history.Read(history.File(dir, "storm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, wantConflicts, history.Summarize(recs), skipped
+}
+
+// 200 concurrent runs of one id leave exactly their records and their
+// conflicts, none torn, in a bounded file.
+func TestScorecardHistoryConcurrentRuns(t *testing.T) {
+	want, conflicts, got, skipped := historyStorm(t, taggedBinary(t, ""), scaled(200, 400))
+	if skipped != 0 {
+		t.Errorf("%d torn or foreign lines", skipped)
+	}
+	for result, n := range want {
+		if got.RunsTotal[result] != n {
+			t.Errorf("%s runs: history counts %d, exit statuses say %d", result, got.RunsTotal[result], n)
+		}
+	}
+	if got.Conflicts != conflicts || conflicts == 0 {
+		t.Errorf("conflicts: history counts %d, exit statuses say %d", got.Conflicts, conflicts)
+	}
+	if len(got.Runs) > history.KeepRuns+history.MaxLines {
+		t.Errorf("%d runs kept", len(got.Runs))
+	}
+	t.Logf("runs %v, conflicts %d", got.RunsTotal, got.Conflicts)
+}
+
+// Negative control: with each line written in two write(2) calls,
+// concurrent writers interleave, and the check above sees it.
+func TestScorecardHistoryConcurrentRunsTornControl(t *testing.T) {
+	want, conflicts, got, skipped := historyStorm(t, taggedBinary(t, failpoint.TornHistory), scaled(200, 400))
+	lost := got.Conflicts != conflicts
+	for result, n := range want {
+		lost = lost || got.RunsTotal[result] != n
+	}
+	if skipped == 0 && !lost {
+		t.Fatalf("torn-history: no torn line and nothing lost (runs %v, conflicts %d): the check cannot see interleaving", got.RunsTotal, got.Conflicts)
+	}
+	t.Logf("torn-history: %d torn lines, runs %v of %v, conflicts %d of %d", skipped, got.RunsTotal, want, got.Conflicts, conflicts)
+}
+
+// A withlock killed with SIGKILL leaves a start and no end: the next
+// status says the run ended unobserved.
+func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	started := filepath.Join(t.TempDir(), "started")
+	holder := startWithlock(t, "run", "--dir", dir, "job", "--", "sh", "-c", `touch "$0"; exec sleep 60`, started)
+	if !waitForFile(started, 10*time.Second, func() bool { return exited(t, holder) }) {
+		t.Fatal("the holder did not start")
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		recs, _, _ := history.Read(history.File(dir, "job"))
+		return len(recs) == 1
+	}, "the start marker")
+	holder.Process.Kill()
+	waitExit(t, holder, 10*time.Second)
+	var stdout string
+	waitFor(t, 10*time.Second, func() bool {
+		stdout, _, _ = runWithlock(t, "status", "--dir", dir, "job")
+		return strings.Contains(stdout, "ended unobserved")
+	}, "status to say ended unobserved")
+	stdout, _, _ = runWithlock(t, "status", "--dir", dir)
+	if !strings.Contains(stdout, "ended unobserved") {
+		t.Errorf("status of all:\n%s", stdout)
+	}
+
+	// break and gc leave the history; gc --history removes it once idle.
+	runs := history.File(dir, "job")
+	for _, args := range [][]string{{"break", "--dir", dir, "job"}, {"gc", "--dir", dir, "--older-than", "0"}} {
+		if _, stderr, code := runWithlock(t, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, stderr)
+		}
+		if _, err := os.Stat(runs); err != nil {
+			t.Fatalf("after %v: %v", args, err)
+		}
+	}
+	if stdout, _, code := runWithlock(t, "gc", "--dir", dir, "--history", "--older-than", "0"); code != 0 || !strings.Contains(stdout, "(history)") {
+		t.Fatalf("gc --history: %d %q", code, stdout)
+	}
+	if _, err := os.Stat(runs); !os.IsNotExist(err) {
+		t.Fatalf("gc --history left %s: %v", runs, err)
+	}
+}
+
+// runOnce runs `withlock run` of job in dir (as uid, unless 0) and returns
+// its status and stderr.
+func runOnce(t *testing.T, uid int, dir string, args ...string) (int, string) {
+	t.Helper()
+	argv := append([]string{"run", "--dir", dir, "job", "--"}, args...)
+	var cmd *exec.Cmd
+	if uid != 0 {
+		cmd = asUser(t, uid, withlockBin, argv...)
+	} else {
+		cmd = withlockCommand(t, argv...)
+	}
+	_, stderr, code := runCommand(t, cmd, defaultDeadline)
+	return code, stderr
+}
+
+// A history that cannot be written (a read-only file, a directory in its
+// place) changes no exit status and costs one warning line.
+func TestScorecardHistoryUnwritable(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct {
+		name  string
+		uid   int
+		plant func(path string) error
+	}{
+		{"read-only file", nobody, func(path string) error {
+			if err := os.WriteFile(path, nil, 0o400); err != nil {
+				return err
+			}
+			return os.Chown(path, nobody, nobody)
+		}},
+		{"directory", 0, func(path string) error { return os.Mkdir(path, 0o700) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := openDir(t, 0o700)
+			os.Chown(dir, c.uid, c.uid)
+			if err := c.plant(history.File(dir, "job")); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				args []string
+				code int
+			}{{[]string{"sh", "-c", "exit 3"}, 3}, {[]string{"sh", "-c", "kill -TERM $$"}, 143}, {[]string{"true"}, 0}} {
+				code, stderr := runOnce(t, c.uid, dir, tc.args...)
+				if code != tc.code || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "history") {
+					t.Errorf("%v: status %d (want %d), stderr %q (want one warning line)", tc.args, code, tc.code, stderr)
+				}
+			}
+		})
+	}
+}
+
+// A full file system (a small tmpfs) fails the history's start marker:
+// still the command's status, one warning.
+func TestScorecardHistoryFullDisk(t *testing.T) {
+	needRoot(t)
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount tmpfs: %v %s", err, out) // not root of the mount namespace (a container)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := filepath.Join(mnt, "locks")
+	if code, stderr := runOnce(t, 0, dir, "true"); code != 0 || stderr != "" {
+		t.Fatalf("first run: %d %q", code, stderr)
+	}
+	// The history ends on a page boundary (a foreign line pads it), so its
+	// next line needs a new page; the filler then takes every page but one,
+	// which the lock file takes.
+	path := history.File(dir, "job")
+	data, _ := os.ReadFile(path)
+	pad := 4096 - len(data)%4096
+	data = append(data, []byte(strings.Repeat("x", pad-1)+"\n")...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(mnt, "filler")
+	exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4096").Run() // until the disk is full
+	if err := os.Truncate(filler, mustSize(t, filler)-4096); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := runOnce(t, 0, dir, "sh", "-c", "exit 5")
+	if code != 5 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "history") {
+		t.Errorf("status %d (want 5), stderr %q (want one warning line)", code, stderr)
+	}
+}
+
+func mustSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -1,0 +1,204 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func code(n int) *int { return &n }
+
+func runRec(i int, result string, exit int) Record {
+	return Record{Kind: KindRun, RunID: "job", StartedAt: float64(1000 + 2*i), EndedAt: float64(1001 + 2*i),
+		Result: result, ExitCode: code(exit), Pid: 100 + i, Host: "h"}
+}
+
+func lines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+func TestAppendRead(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	if !strings.HasSuffix(path, ".runs") || len(filepath.Base(path)) != 64+len(Suffix) {
+		t.Fatalf("path %s", path)
+	}
+	if err := Append(path, runRec(0, ResultExit, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Append(path, Record{Kind: KindRefused, RunID: "job", At: 2000, Reason: "conflict", Holder: &Holder{Pid: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	recs, skipped, err := Read(path)
+	if err != nil || skipped != 0 || len(recs) != 2 {
+		t.Fatalf("read %v %d %v", recs, skipped, err)
+	}
+	if *recs[0].ExitCode != 3 || recs[1].Holder.Pid != 7 {
+		t.Fatalf("records %+v", recs)
+	}
+	s := Summarize(recs)
+	if s.Last == nil || s.LastSuccess != nil || s.Skipped != 1 || s.Conflicts != 1 || s.RunsTotal[ResultExit] != 1 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+func TestAppendRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, nil, 0o600)
+	path := File(dir, "job")
+	os.Symlink(target, path)
+	if err := Append(path, runRec(0, ResultExit, 0)); !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("append through a symlink: %v", err)
+	}
+}
+
+// A torn line is skipped, and a whole line glued to its end is kept.
+func TestReadSkipsTornAndForeign(t *testing.T) {
+	data := []byte(`{"kind":"run","run_id":"job","started_at":1,"ended_at":2,"res` +
+		`{"kind":"run","run_id":"job","started_at":3,"ended_at":4,"result":"exit","exit_code":0}` + "\n" +
+		"not json\n" + `{"kind":"other"}` + "\n" + `{"kind":"refused","at":5}` + "\n")
+	recs, skipped := Parse(data)
+	if len(recs) != 2 || skipped != 3 || recs[0].StartedAt != 3 {
+		t.Fatalf("parsed %+v, skipped %d", recs, skipped)
+	}
+}
+
+// 10,000 runs leave a bounded file that still counts every one of them.
+func TestBoundedAfterTenThousand(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	for i := 0; i < 10000; i++ {
+		rec := runRec(i, ResultExit, i%2)
+		if i%10 == 0 {
+			rec = Record{Kind: KindRefused, RunID: "job", At: float64(1000 + 2*i)}
+		}
+		if err := Append(path, rec); err != nil {
+			t.Fatal(err)
+		}
+		if n := lines(t, path); n > MaxLines {
+			t.Fatalf("after %d appends: %d lines", i+1, n)
+		}
+	}
+	recs, skipped, err := Read(path)
+	if err != nil || skipped != 0 {
+		t.Fatal(skipped, err)
+	}
+	s := Summarize(recs)
+	if s.RunsTotal[ResultExit] != 9000 || s.Conflicts != 1000 {
+		t.Fatalf("totals %v, conflicts %d", s.RunsTotal, s.Conflicts)
+	}
+	if len(s.Runs) > KeepRuns+MaxLines || s.Last.StartedAt != 1000+2*9999 || s.LastSuccess.StartedAt != 1000+2*9998 {
+		t.Fatalf("runs %d, last %+v, last success %+v", len(s.Runs), s.Last, s.LastSuccess)
+	}
+}
+
+// Starts refused since the last run are still counted once a rewrite has
+// dropped their lines.
+func TestSkippedSurvivesRewrite(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	Append(path, runRec(0, ResultExit, 0))
+	for i := 0; i < 3*MaxLines; i++ {
+		Append(path, Record{Kind: KindRefused, RunID: "job", At: float64(5000 + i)})
+	}
+	recs, _, _ := Read(path)
+	s := Summarize(recs)
+	if s.Skipped != 3*MaxLines || s.Conflicts != 3*MaxLines || lines(t, path) > MaxLines {
+		t.Fatalf("skipped %d, conflicts %d, %d lines", s.Skipped, s.Conflicts, lines(t, path))
+	}
+}
+
+// A start marker that no run record ends is an open run; once ended, the
+// pair is one run.
+func TestStartMarkers(t *testing.T) {
+	start := Record{Kind: KindStart, RunID: "job", StartedAt: 10, Pid: 1, Host: "h"}
+	end := start
+	end.Kind, end.EndedAt, end.Result, end.ExitCode = KindRun, 12, ResultExit, code(0)
+	other := Record{Kind: KindStart, RunID: "job", StartedAt: 11, Pid: 2, Host: "h"}
+	runs := Runs([]Record{start, other, end})
+	if len(runs) != 2 || runs[0].Kind != KindRun || !runs[1].Open() {
+		t.Fatalf("runs %+v", runs)
+	}
+}
+
+// Concurrent appenders (each its own descriptor, as separate processes
+// have) lose nothing, across rewrites.
+func TestConcurrentAppends(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for w := 0; w < 20; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				rec := runRec(w*50+i, ResultSignal, 0)
+				if i%5 == 0 {
+					rec = Record{Kind: KindRefused, RunID: "job", At: 1}
+				}
+				if err := Append(path, rec); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	recs, skipped, err := Read(path)
+	if err != nil || skipped != 0 {
+		t.Fatal(skipped, err)
+	}
+	s := Summarize(recs)
+	if s.RunsTotal[ResultSignal] != 800 || s.Conflicts != 200 {
+		t.Fatalf("totals %v, conflicts %d", s.RunsTotal, s.Conflicts)
+	}
+}
+
+// BenchmarkAppend is the cost a run pays for one record (twice per run:
+// the start marker and the end record).
+func BenchmarkAppend(b *testing.B) {
+	path := File(b.TempDir(), "job")
+	for i := 0; b.Loop(); i++ {
+		if err := Append(path, runRec(i, ResultExit, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A FIFO planted in place of the history neither blocks the writer nor
+// takes its line.
+func TestAppendRefusesFIFO(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Append(path, runRec(0, ResultExit, 0)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("append to a FIFO succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("append to a FIFO blocked")
+	}
+	if _, _, err := Read(path); err != nil {
+		t.Logf("read of a FIFO: %v", err)
+	}
+}
