@@ -197,7 +197,6 @@ var errSizeChanged = fmt.Errorf("%w: the semaphore's size changed", locks.ErrHel
 // created. It matches locks.ErrHeld; AcquireSlot reads again and waits.
 type exclusiveFirstError struct {
 	owner *Owner
-	rev   int64
 }
 
 func (e *exclusiveFirstError) Error() string {
@@ -264,8 +263,7 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	resp, err := cl.Txn(rctx).Then(
-		clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+		clientv3.OpGet(l.slotsPrefix(runID), withQueueOrder()...),
 		clientv3.OpGet(l.MutexName(runID)+"/", clientv3.WithFirstCreate()...),
 	).Commit()
 	if err != nil {
@@ -342,7 +340,8 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := l.rpc(ctx)
 		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, want)).Else(clientv3.OpGet(key)).Commit()
+			Then(clientv3.OpPut(key, want)).
+			Else(clientv3.OpGet(key), clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithFirstCreate()...)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
@@ -357,17 +356,9 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 		if string(kvs[0].Value) == want {
 			return nil
 		}
-		have, _ := strconv.Atoi(string(kvs[0].Value))
-		for k := 0; k < have; k++ {
-			rctx, cancel := l.rpc(ctx)
-			o, err := l.owner(rctx, cl, locks.SlotRunID(runID, locks.ModeMax, k))
-			cancel()
-			if err != nil {
-				return l.unavailable(err)
-			}
-			if o != nil {
-				return locks.MaxMismatch(runID, max, have, holderOf(o))
-			}
+		if slot := resp.Responses[1].GetResponseRange().Kvs; len(slot) > 0 {
+			have, _ := strconv.Atoi(string(kvs[0].Value))
+			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot[0])))
 		}
 		rctx, cancel = l.rpc(ctx)
 		// Only while no slot key exists at all: a slot of the old size
