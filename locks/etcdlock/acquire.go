@@ -78,17 +78,8 @@ func (l *Locker) warnIfGraceTooLong(lock *Lock) {
 		return
 	}
 	l.Log.Warn().Str("run_id", lock.RunID).
-		Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a TTL of %s or more leaves room)",
-			l.Grace, lock.TTL, after+l.Grace-lock.TTL, roomyTTL(l.Grace))
-}
-
-// roomyTTL is the smallest whole-second TTL in which grace fits.
-func roomyTTL(grace time.Duration) time.Duration {
-	ttl := time.Second
-	for _, fits := lostAfter(ttl, grace); !fits; _, fits = lostAfter(ttl, grace) {
-		ttl += time.Second
-	}
-	return ttl
+		Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a longer --ttl leaves room)",
+			l.Grace, lock.TTL, after+l.Grace-lock.TTL)
 }
 
 // sleep waits for d (at most left when left > 0); false when ctx ended.
@@ -239,7 +230,7 @@ func (c *contender) enqueue(ctx context.Context) error {
 			if c.shared {
 				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[3].GetResponseRange().Kvs)
 			}
-			return &exclusiveFirstError{owner: ownerFromKV(c.runID, kvs[0])}
+			return errExclusiveFirst
 		}
 		if c.sizeKey != "" {
 			if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != c.size {

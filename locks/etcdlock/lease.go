@@ -58,20 +58,21 @@ type leaseWatch struct {
 // command once the loss is reported (see lostAfter).
 func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time, grace time.Duration) (*leaseWatch, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	// The client sends one keepalive for the lease however many listen;
+	// this channel closes with the session's when the lease ends.
 	answers, err := cl.KeepAlive(ctx, s.Lease())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	w := &leaseWatch{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx, s.Done(), answers, ttl, renewed, grace)
+	go w.run(ctx, answers, ttl, renewed, grace)
 	return w, nil
 }
 
 var errLeaseEnded = errors.New("lease ended: expired, revoked, or no keepalive answer within its TTL")
 
-func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answers <-chan *clientv3.LeaseKeepAliveResponse,
-	ttl time.Duration, renewed time.Time, grace time.Duration) {
+func (w *leaseWatch) run(ctx context.Context, answers <-chan *clientv3.LeaseKeepAliveResponse, ttl time.Duration, renewed time.Time, grace time.Duration) {
 	defer close(w.done)
 	after, _ := lostAfter(ttl, grace)
 	timer := time.NewTimer(time.Until(renewed.Add(after)))
@@ -79,9 +80,6 @@ func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answe
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-sessionDone:
-			w.fail(errLeaseEnded)
 			return
 		case a, ok := <-answers:
 			if !ok {

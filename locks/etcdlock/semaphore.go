@@ -60,14 +60,14 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		return nil, 0, &locks.InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", locks.MaxSlots)}
 	}
 	start := time.Now()
-	if err := l.agreeMax(ctx, runID, max); err != nil {
-		return nil, 0, err
-	}
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, 0, l.unavailable(err)
 	}
 	defer cl.Close()
+	if err := l.agreeMax(ctx, cl, runID, max); err != nil {
+		return nil, 0, err
+	}
 	pause := 100 * time.Millisecond
 	for {
 		owners, first, rev, err := l.slotOwners(ctx, cl, runID, max)
@@ -92,7 +92,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		} else {
 			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
 			if errors.Is(err, errSizeChanged) {
-				if err := l.agreeMax(ctx, runID, max); err != nil {
+				if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 					return nil, 0, err
 				}
 				continue
@@ -139,7 +139,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 
 // tryFreeSlots tries each free slot of owners (nil entries) in turn, one
 // attempt each. taken is false when a try found RUN_ID's own mutex with a
-// key (exclusiveFirstError): the caller reads again. A slot taken by
+// key (errExclusiveFirst): the caller reads again. A slot taken by
 // someone else just now gets its owner filled in.
 func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (lock *Lock, slot int, taken bool, err error) {
 	for k, o := range owners {
@@ -147,11 +147,10 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 			continue
 		}
 		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
-		var first *exclusiveFirstError
 		switch {
 		case err == nil:
 			return lock, k, true, nil
-		case errors.As(err, &first):
+		case errors.Is(err, errExclusiveFirst):
 			return nil, 0, false, nil
 		case errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
 			return nil, 0, true, err
@@ -192,18 +191,10 @@ func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey strin
 // once it has a holder. It matches locks.ErrHeld, so acquire does not retry.
 var errSizeChanged = fmt.Errorf("%w: the semaphore's size changed", locks.ErrHeld)
 
-// exclusiveFirstError: a --max slot was not taken because RUN_ID's own
-// mutex had a key (owner, the oldest) when its key would have been
-// created. It matches locks.ErrHeld; AcquireSlot reads again and waits.
-type exclusiveFirstError struct {
-	owner *Owner
-}
-
-func (e *exclusiveFirstError) Error() string {
-	return heldError(e.owner.RunID, e.owner, time.Now()).Error()
-}
-
-func (e *exclusiveFirstError) Unwrap() error { return locks.ErrHeld }
+// errExclusiveFirst: a --max slot was not taken because RUN_ID's own
+// mutex had a key when its key would have been created. It matches
+// locks.ErrHeld; AcquireSlot reads again and waits.
+var errExclusiveFirst = fmt.Errorf("%w: the run id's own mutex has a key", locks.ErrHeld)
 
 // slotOwnerFromKV reads a slot's key, whose run id is the derived one.
 func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
@@ -330,12 +321,7 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 // agreeMax records max as runID's size, or checks that it is the recorded
 // one; a different recorded size is replaced only while no slot of it is
 // held (compare-and-swap on the key's revision).
-func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
-	cl, err := l.newClient()
-	if err != nil {
-		return l.unavailable(err)
-	}
-	defer cl.Close()
+func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
 	key, want := l.maxKey(runID), strconv.Itoa(max)
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := l.rpc(ctx)

@@ -4,9 +4,8 @@ package etcdlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -48,7 +47,7 @@ import (
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	if failpoint.On(failpoint.BrokenSlots) {
 		// Negative control: a mutex of its own, so nobody excludes it.
-		runID += "\x00broken " + randomHex()
+		runID += "\x00broken " + strconv.Itoa(os.Getpid())
 	}
 	return l.acquire(ctx, runID, wait, acquireKind{shared: true})
 }
@@ -80,12 +79,6 @@ func holderOf(o *Owner) locks.Holder {
 		return *o.Holder
 	}
 	return locks.Holder{Path: o.Key}
-}
-
-func randomHex() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // blocker is who is in the way of the contender, nil when none is (then
