@@ -104,26 +104,19 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	if err != nil {
 		return nil, err
 	}
-	s, ttl, granted, err := l.session(ctx, cl)
+	s, lw, ttl, err := l.session(ctx, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	var lw *leaseWatch
 	defer func() {
 		if err != nil {
-			if lw != nil {
-				lw.stop()
-			}
+			lw.stop()
 			s.Orphan()
 			revokeBounded(cl, s.Lease())
 			cl.Close()
 		}
 	}()
-	lw, err = watchLease(cl, s, ttl, granted, l.Grace)
-	if err != nil {
-		return nil, err
-	}
 	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: kind.shared}
 	c.guard, c.slots, c.sizeKey = l.mixRule(runID, kind.shared) // semaphore.go
 	c.size = strconv.Itoa(kind.max)

@@ -12,24 +12,29 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// session grants a lease of the lock's TTL and wraps it in a concurrency
-// session that the client keeps alive. It returns the granted TTL (the
-// server may raise the one asked for) and when the grant was answered.
-func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, time.Duration, time.Time, error) {
+// session grants a lease of the lock's TTL, wraps it in a concurrency
+// session that the client keeps alive, and starts following it (see
+// leaseWatch). It returns the granted TTL: the server may raise the one
+// asked for.
+func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, *leaseWatch, time.Duration, error) {
 	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	grant, err := cl.Grant(rctx, l.ttlSeconds())
 	if err != nil {
-		return nil, 0, time.Time{}, err
+		return nil, nil, 0, err
 	}
 	granted := time.Now()
 	ttl := time.Duration(grant.TTL) * time.Second
 	s, err := concurrency.NewSession(cl, concurrency.WithLease(grant.ID), concurrency.WithTTL(int(grant.TTL)))
-	if err != nil {
-		revokeBounded(cl, grant.ID)
-		return nil, 0, time.Time{}, err
+	var lw *leaseWatch
+	if err == nil {
+		lw, err = watchLease(cl, s, ttl, granted, l.Grace)
 	}
-	return s, ttl, granted, nil
+	if err != nil {
+		revokeBounded(cl, grant.ID) // the caller's cl.Close ends the session
+		return nil, nil, 0, err
+	}
+	return s, lw, ttl, nil
 }
 
 // revokeBounded revokes a lease, giving up after releaseBound (the lease

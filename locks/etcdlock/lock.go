@@ -154,7 +154,7 @@ func (k *Lock) release() error {
 	k.lease.stop()
 	k.s.Orphan()
 	defer k.cl.Close()
-	k.lostMu.Lock()
+	// Heartbeat has ended (or never ran): lostErr no longer changes.
 	bound := releaseBound
 	if k.lostErr != nil {
 		// Lost already: the lease is gone or etcd out of reach. One short
@@ -162,7 +162,6 @@ func (k *Lock) release() error {
 		// exit up for longer.
 		bound = lostReleaseBound
 	}
-	k.lostMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	_, err := k.cl.Revoke(ctx, k.Lease)
@@ -181,8 +180,6 @@ func (k *Lock) release() error {
 		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, derr))
 	}
 	err = fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
-	k.lostMu.Lock()
-	defer k.lostMu.Unlock()
 	if k.lostErr != nil {
 		// Already reported as lost: nothing more to warn about.
 		return fmt.Errorf("%w (and then %w)", k.lostErr, err)
