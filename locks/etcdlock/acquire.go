@@ -138,6 +138,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 			return nil, err
 		}
 	}
+	c.restamp(ctx)
 	return c.held(ttl), nil
 }
 
@@ -185,7 +186,7 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 // holder information as its value so the owner key is never seen without
 // it, and read the owner — the key with the lowest create revision.
 func (c *contender) enqueue(ctx context.Context) error {
-	pfx := c.l.MutexName(c.runID) + "/"
+	pfx := c.l.queuePrefix(c.runID)
 	c.key = pfx + leaseHex(c.s.Lease())
 	getOwner := clientv3.OpGet(pfx, withQueueOrder()...)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}

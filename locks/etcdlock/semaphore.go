@@ -86,7 +86,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if first != nil {
 			// RUN_ID's own mutex has a key (a plain run holds or waits, or
 			// etcdctl lock): no slot is taken until it is gone.
-			watch = l.MutexName(runID) + "/"
+			watch = l.queuePrefix(runID)
 			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
@@ -178,7 +178,7 @@ func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey strin
 	}
 	if base, mode, _, ok := locks.ParseSlotRunID(runID); ok {
 		if mode == locks.ModeMax {
-			return l.MutexName(base) + "/", "", l.maxKey(base)
+			return l.queuePrefix(base), "", l.maxKey(base)
 		}
 		return "", "", ""
 	}
@@ -212,7 +212,7 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 	if c.slotHolder == nil {
 		return nil
 	}
-	err := c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
+	return c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
 		func() *Owner { return c.slotHolder },
 		func(wctx context.Context) (int64, error) {
 			rctx, rcancel := c.l.rpc(wctx)
@@ -227,11 +227,6 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 			}
 			return c.slotRev, nil
 		})
-	if err != nil {
-		return err
-	}
-	c.restamp(ctx)
-	return nil
 }
 
 // heldOwner is the owner an Acquire's ErrHeld names.
@@ -255,7 +250,7 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 	defer cancel()
 	resp, err := cl.Txn(rctx).Then(
 		clientv3.OpGet(l.slotsPrefix(runID), withQueueOrder()...),
-		clientv3.OpGet(l.MutexName(runID)+"/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(l.queuePrefix(runID), clientv3.WithFirstCreate()...),
 	).Commit()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -98,15 +98,7 @@ func (c *contender) blocker() *Owner {
 // out (the one in the way is named), ctx ends, or the lease is lost.
 // enqueue has read the keys older than ours.
 func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Duration) error {
-	if c.blocker() == nil {
-		return nil
-	}
-	err := c.awaitGone(ctx, start, wait, "", c.l.MutexName(c.runID)+"/", c.enqueuedRev, c.blocker, c.readOlder)
-	if err != nil {
-		return err
-	}
-	c.restamp(ctx)
-	return nil
+	return c.awaitGone(ctx, start, wait, "", c.l.queuePrefix(c.runID), c.enqueuedRev, c.blocker, c.readOlder)
 }
 
 // awaitGone waits until blocker names no one in the way, the wait (from
@@ -171,7 +163,7 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Get(rctx, c.l.MutexName(c.runID)+"/", withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)
+	resp, err := c.cl.Get(rctx, c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)
 	if err != nil {
 		return 0, err
 	}

@@ -91,7 +91,7 @@ func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) ti
 func (l *Locker) Break(ctx context.Context, runID string) ([]*Owner, error) {
 	var broke []*Owner
 	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		resp, err := cl.Get(rctx, l.MutexName(runID)+"/", withQueueOrder()...)
+		resp, err := cl.Get(rctx, l.queuePrefix(runID), withQueueOrder()...)
 		if err != nil {
 			return err
 		}
