@@ -10,9 +10,11 @@
 //     <prefix><run_id>/<lease id in hex> under its lease, and the key with the
 //     lowest create revision holds the lock.
 //
-// The first step (create the key, read the owner) is one transaction of
-// withlock's own, the same as the Mutex's; with no wait a loser deletes its
-// key (TryLock), with --wait concurrency.Mutex.Lock finds the key and waits.
+// The first step (create the key, read the keys queued before it) is one
+// transaction of withlock's own, the same as the Mutex's; with no wait a
+// loser deletes its key (TryLock), with --wait it watches the queue for
+// deletions until no key older than its own is left, as Mutex.Lock does
+// (one wait loop, awaitGone, serves exclusive, shared and --max holders).
 // Release revokes the lease, which deletes the key with it.
 //
 // What withlock adds to the recipe:

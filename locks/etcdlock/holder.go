@@ -3,7 +3,6 @@
 package etcdlock
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,15 +19,10 @@ import (
 // maxCommand caps the command line stored in a key's value.
 const maxCommand = 1024
 
-// holderValue is the JSON value of a contender's key: the seed payload's
-// field names, so a reader of lock files reads it too.
+// holderValue is the JSON value of a contender's key: the payload of a
+// lock file, so a reader of lock files reads it too, and the mode.
 type holderValue struct {
-	RunID     string  `json:"run_id"`
-	LockID    string  `json:"lock_id"` // the lease id in hex, also the key's last segment
-	Pid       int     `json:"pid"`
-	Host      string  `json:"host,omitempty"`
-	Command   string  `json:"command,omitempty"`
-	CreatedAt float64 `json:"created_at"` // epoch seconds: when the lock was taken
+	locks.Payload
 	// Mode is "shared" for a shared holder (run --shared); an exclusive
 	// holder leaves it out, and a key without it is exclusive.
 	Mode string `json:"mode,omitempty"`
@@ -38,18 +32,14 @@ const modeShared = "shared"
 
 func (l *Locker) holderValue(runID string, lease clientv3.LeaseID, shared bool) string {
 	host, _ := os.Hostname()
-	cmd := l.Command
-	if len(cmd) > maxCommand {
-		cmd = cmd[:maxCommand]
-	}
-	v := holderValue{
+	v := holderValue{Payload: locks.Payload{
 		RunID:     runID,
 		LockID:    leaseHex(lease),
 		Pid:       os.Getpid(),
 		Host:      host,
-		Command:   cmd,
+		Command:   l.Command[:min(len(l.Command), maxCommand)],
 		CreatedAt: float64(time.Now().UnixNano()) / 1e9,
-	}
+	}}
 	if shared {
 		v.Mode = modeShared
 	}
@@ -88,18 +78,8 @@ func ownerFromKV(runID string, kv *mvccpb.KeyValue) *Owner {
 	parsed := len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil
 	o.Shared = parsed && v.Mode == modeShared
 	if parsed && v.Pid > 0 {
-		o.Holder = &locks.Holder{
-			Path: key,
-			Payload: locks.Payload{
-				RunID:        v.RunID,
-				LockID:       v.LockID,
-				Pid:          v.Pid,
-				Host:         v.Host,
-				Command:      v.Command,
-				CreatedAt:    v.CreatedAt,
-				FencingToken: uint64(kv.CreateRevision),
-			},
-		}
+		v.FencingToken = uint64(kv.CreateRevision)
+		o.Holder = &locks.Holder{Path: key, Payload: v.Payload}
 	}
 	return o
 }
@@ -110,19 +90,6 @@ func (o *Owner) Describe(now time.Time) string {
 		return o.Holder.Describe(now)
 	}
 	return fmt.Sprintf("another etcd client (key %s, lease %s; it left no holder information — etcdctl lock?)", o.Key, leaseHex(o.Lease))
-}
-
-// owner finds the key that holds runID's mutex: the lowest create revision
-// under its prefix. It returns nil when the lock is free.
-func (l *Locker) owner(ctx context.Context, cl *clientv3.Client, runID string) (*Owner, error) {
-	resp, err := cl.Get(ctx, l.MutexName(runID)+"/", clientv3.WithFirstCreate()...)
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, nil
-	}
-	return ownerFromKV(runID, resp.Kvs[0]), nil
 }
 
 // heldError is the result of a wait that ran out: a *locks.HeldError when

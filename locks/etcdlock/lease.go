@@ -12,24 +12,29 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// session grants a lease of the lock's TTL and wraps it in a concurrency
-// session that the client keeps alive. It returns the granted TTL (the
-// server may raise the one asked for) and when the grant was answered.
-func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, time.Duration, time.Time, error) {
+// session grants a lease of the lock's TTL, wraps it in a concurrency
+// session that the client keeps alive, and starts following it (see
+// leaseWatch). It returns the granted TTL: the server may raise the one
+// asked for.
+func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, *leaseWatch, time.Duration, error) {
 	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	grant, err := cl.Grant(rctx, l.ttlSeconds())
 	if err != nil {
-		return nil, 0, time.Time{}, err
+		return nil, nil, 0, err
 	}
 	granted := time.Now()
 	ttl := time.Duration(grant.TTL) * time.Second
 	s, err := concurrency.NewSession(cl, concurrency.WithLease(grant.ID), concurrency.WithTTL(int(grant.TTL)))
-	if err != nil {
-		revokeBounded(cl, grant.ID)
-		return nil, 0, time.Time{}, err
+	var lw *leaseWatch
+	if err == nil {
+		lw, err = watchLease(cl, s, ttl, granted, l.Grace)
 	}
-	return s, ttl, granted, nil
+	if err != nil {
+		revokeBounded(cl, grant.ID) // the caller's cl.Close ends the session
+		return nil, nil, 0, err
+	}
+	return s, lw, ttl, nil
 }
 
 // revokeBounded revokes a lease, giving up after releaseBound (the lease
@@ -58,20 +63,21 @@ type leaseWatch struct {
 // command once the loss is reported (see lostAfter).
 func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time, grace time.Duration) (*leaseWatch, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	// The client sends one keepalive for the lease however many listen;
+	// this channel closes with the session's when the lease ends.
 	answers, err := cl.KeepAlive(ctx, s.Lease())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	w := &leaseWatch{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx, s.Done(), answers, ttl, renewed, grace)
+	go w.run(ctx, answers, ttl, renewed, grace)
 	return w, nil
 }
 
 var errLeaseEnded = errors.New("lease ended: expired, revoked, or no keepalive answer within its TTL")
 
-func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answers <-chan *clientv3.LeaseKeepAliveResponse,
-	ttl time.Duration, renewed time.Time, grace time.Duration) {
+func (w *leaseWatch) run(ctx context.Context, answers <-chan *clientv3.LeaseKeepAliveResponse, ttl time.Duration, renewed time.Time, grace time.Duration) {
 	defer close(w.done)
 	after, _ := lostAfter(ttl, grace)
 	timer := time.NewTimer(time.Until(renewed.Add(after)))
@@ -79,9 +85,6 @@ func (w *leaseWatch) run(ctx context.Context, sessionDone <-chan struct{}, answe
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-sessionDone:
-			w.fail(errLeaseEnded)
 			return
 		case a, ok := <-answers:
 			if !ok {

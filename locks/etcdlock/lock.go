@@ -27,7 +27,7 @@ type Lock struct {
 	TTL   time.Duration // granted by the server
 
 	token       int64
-	acquiredRev int64 // the cluster's revision when we got the lock
+	acquiredRev int64 // the cluster's revision when our key was enqueued: watched from
 
 	cl    *clientv3.Client
 	s     *concurrency.Session
@@ -98,11 +98,14 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 }
 
 // watchKey returns an error when the owner key is gone or no longer ours,
-// nil when ctx ends. A watch that the cluster cancels (compaction, no
-// leader) is replaced after a look at the key itself.
+// nil when ctx ends. It watches from the revision the key was enqueued at,
+// so a deletion while it waited counts too. A watch that the cluster
+// cancels (compaction, no leader) is replaced after a look at the key
+// itself; failed looks are retried (the lease watch covers an unreachable
+// cluster).
 func (k *Lock) watchKey(ctx context.Context) error {
 	rev := k.acquiredRev + 1
-	for {
+	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		for resp := range k.cl.Watch(wctx, k.Key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
 			for _, ev := range resp.Events {
@@ -111,38 +114,23 @@ func (k *Lock) watchKey(ctx context.Context) error {
 			}
 		}
 		cancel()
-		next, err := k.checkKey(ctx)
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
-		rev = next
-	}
-}
-
-// checkKey reads the owner key until a read succeeds: an error when it is
-// gone or belongs to someone else, else the revision to watch from. Read
-// failures are retried; the lease watch covers an unreachable cluster.
-func (k *Lock) checkKey(ctx context.Context) (int64, error) {
-	for {
 		rctx, cancel := context.WithTimeout(ctx, max(k.TTL/3, time.Second))
 		resp, err := k.cl.Get(rctx, k.Key)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return 0, nil
 		case err != nil:
 			k.log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
-			if !sleep(ctx, 500*time.Millisecond, 0) {
-				return 0, nil
-			}
-			continue
+			sleep(ctx, 500*time.Millisecond, 0)
 		case len(resp.Kvs) == 0:
-			return 0, errors.New("deleted (lease revoked or lock broken)")
+			return errors.New("deleted (lease revoked or lock broken)")
 		case resp.Kvs[0].CreateRevision != k.token:
-			return 0, fmt.Errorf("recreated at revision %d by someone else", resp.Kvs[0].CreateRevision)
+			return fmt.Errorf("recreated at revision %d by someone else", resp.Kvs[0].CreateRevision)
+		default:
+			rev = resp.Header.Revision + 1
 		}
-		return resp.Header.Revision + 1, nil
 	}
+	return nil
 }
 
 // Release revokes the lease, which deletes the owner key with it; if the
@@ -166,7 +154,7 @@ func (k *Lock) release() error {
 	k.lease.stop()
 	k.s.Orphan()
 	defer k.cl.Close()
-	k.lostMu.Lock()
+	// Heartbeat has ended (or never ran): lostErr no longer changes.
 	bound := releaseBound
 	if k.lostErr != nil {
 		// Lost already: the lease is gone or etcd out of reach. One short
@@ -174,7 +162,6 @@ func (k *Lock) release() error {
 		// exit up for longer.
 		bound = lostReleaseBound
 	}
-	k.lostMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	_, err := k.cl.Revoke(ctx, k.Lease)
@@ -193,8 +180,6 @@ func (k *Lock) release() error {
 		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, derr))
 	}
 	err = fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
-	k.lostMu.Lock()
-	defer k.lostMu.Unlock()
 	if k.lostErr != nil {
 		// Already reported as lost: nothing more to warn about.
 		return fmt.Errorf("%w (and then %w)", k.lostErr, err)

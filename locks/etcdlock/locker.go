@@ -117,6 +117,10 @@ func (l *Locker) MutexName(runID string) string {
 	return l.prefix() + escapeRunID(runID)
 }
 
+// queuePrefix is the range of runID's mutex: its contenders' keys,
+// <mutex name>/<lease in hex>.
+func (l *Locker) queuePrefix(runID string) string { return l.MutexName(runID) + "/" }
+
 var (
 	runIDEscaper   = strings.NewReplacer("%", "%25", "/", "%2F", "\x00", "%00")
 	runIDUnescaper = strings.NewReplacer("%25", "%", "%2F", "/", "%2f", "/", "%00", "\x00")

@@ -4,7 +4,6 @@ package etcdlock
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"syscall"
@@ -66,30 +65,28 @@ type noSigPipeConn struct {
 
 func (c *noSigPipeConn) Write(b []byte) (int, error) {
 	written := 0
-	for written < len(b) {
-		var n int
-		var werr error
-		err := c.raw.Write(func(fd uintptr) bool {
-			for {
-				n, werr = unix.SendmsgN(int(fd), b[written:], nil, nil, unix.MSG_NOSIGNAL)
-				if werr != unix.EINTR {
-					break
-				}
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		// A stream socket's send takes at least one byte or fails.
+		for written < len(b) {
+			n, err := unix.SendmsgN(int(fd), b[written:], nil, nil, unix.MSG_NOSIGNAL)
+			written += max(n, 0)
+			switch err {
+			case nil, unix.EINTR:
+			case unix.EAGAIN:
+				return false // the poller waits until the socket takes more
+			default:
+				werr = err
+				return true
 			}
-			return werr != unix.EAGAIN
-		})
-		if err == nil {
-			err = werr
 		}
-		if n > 0 {
-			written += n
-		}
-		if err != nil {
-			return written, c.opError(err)
-		}
-		if n == 0 {
-			return written, c.opError(errors.New("short write"))
-		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return written, c.opError(err)
 	}
 	return written, nil
 }

@@ -60,14 +60,14 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		return nil, 0, &locks.InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", locks.MaxSlots)}
 	}
 	start := time.Now()
-	if err := l.agreeMax(ctx, runID, max); err != nil {
-		return nil, 0, err
-	}
 	cl, err := l.newClient()
 	if err != nil {
 		return nil, 0, l.unavailable(err)
 	}
 	defer cl.Close()
+	if err := l.agreeMax(ctx, cl, runID, max); err != nil {
+		return nil, 0, err
+	}
 	pause := 100 * time.Millisecond
 	for {
 		owners, first, rev, err := l.slotOwners(ctx, cl, runID, max)
@@ -86,13 +86,13 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if first != nil {
 			// RUN_ID's own mutex has a key (a plain run holds or waits, or
 			// etcdctl lock): no slot is taken until it is gone.
-			watch = l.MutexName(runID) + "/"
+			watch = l.queuePrefix(runID)
 			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
 			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
 			if errors.Is(err, errSizeChanged) {
-				if err := l.agreeMax(ctx, runID, max); err != nil {
+				if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 					return nil, 0, err
 				}
 				continue
@@ -139,7 +139,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 
 // tryFreeSlots tries each free slot of owners (nil entries) in turn, one
 // attempt each. taken is false when a try found RUN_ID's own mutex with a
-// key (exclusiveFirstError): the caller reads again. A slot taken by
+// key (errExclusiveFirst): the caller reads again. A slot taken by
 // someone else just now gets its owner filled in.
 func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (lock *Lock, slot int, taken bool, err error) {
 	for k, o := range owners {
@@ -147,11 +147,10 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 			continue
 		}
 		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
-		var first *exclusiveFirstError
 		switch {
 		case err == nil:
 			return lock, k, true, nil
-		case errors.As(err, &first):
+		case errors.Is(err, errExclusiveFirst):
 			return nil, 0, false, nil
 		case errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
 			return nil, 0, true, err
@@ -179,7 +178,7 @@ func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey strin
 	}
 	if base, mode, _, ok := locks.ParseSlotRunID(runID); ok {
 		if mode == locks.ModeMax {
-			return l.MutexName(base) + "/", "", l.maxKey(base)
+			return l.queuePrefix(base), "", l.maxKey(base)
 		}
 		return "", "", ""
 	}
@@ -192,19 +191,10 @@ func (l *Locker) mixRule(runID string, shared bool) (guard, slots, sizeKey strin
 // once it has a holder. It matches locks.ErrHeld, so acquire does not retry.
 var errSizeChanged = fmt.Errorf("%w: the semaphore's size changed", locks.ErrHeld)
 
-// exclusiveFirstError: a --max slot was not taken because RUN_ID's own
-// mutex had a key (owner, the oldest) when its key would have been
-// created. It matches locks.ErrHeld; AcquireSlot reads again and waits.
-type exclusiveFirstError struct {
-	owner *Owner
-	rev   int64
-}
-
-func (e *exclusiveFirstError) Error() string {
-	return heldError(e.owner.RunID, e.owner, time.Now()).Error()
-}
-
-func (e *exclusiveFirstError) Unwrap() error { return locks.ErrHeld }
+// errExclusiveFirst: a --max slot was not taken because RUN_ID's own
+// mutex had a key when its key would have been created. It matches
+// locks.ErrHeld; AcquireSlot reads again and waits.
+var errExclusiveFirst = fmt.Errorf("%w: the run id's own mutex has a key", locks.ErrHeld)
 
 // slotOwnerFromKV reads a slot's key, whose run id is the derived one.
 func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
@@ -222,7 +212,7 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 	if c.slotHolder == nil {
 		return nil
 	}
-	err := c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
+	return c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
 		func() *Owner { return c.slotHolder },
 		func(wctx context.Context) (int64, error) {
 			rctx, rcancel := c.l.rpc(wctx)
@@ -237,11 +227,6 @@ func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time
 			}
 			return c.slotRev, nil
 		})
-	if err != nil {
-		return err
-	}
-	c.restamp(ctx)
-	return nil
 }
 
 // heldOwner is the owner an Acquire's ErrHeld names.
@@ -264,9 +249,8 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	resp, err := cl.Txn(rctx).Then(
-		clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-		clientv3.OpGet(l.MutexName(runID)+"/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(l.slotsPrefix(runID), withQueueOrder()...),
+		clientv3.OpGet(l.queuePrefix(runID), clientv3.WithFirstCreate()...),
 	).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -332,17 +316,13 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 // agreeMax records max as runID's size, or checks that it is the recorded
 // one; a different recorded size is replaced only while no slot of it is
 // held (compare-and-swap on the key's revision).
-func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
-	cl, err := l.newClient()
-	if err != nil {
-		return l.unavailable(err)
-	}
-	defer cl.Close()
+func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
 	key, want := l.maxKey(runID), strconv.Itoa(max)
 	for attempt := 0; attempt < 3; attempt++ {
 		rctx, cancel := l.rpc(ctx)
 		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, want)).Else(clientv3.OpGet(key)).Commit()
+			Then(clientv3.OpPut(key, want)).
+			Else(clientv3.OpGet(key), clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithFirstCreate()...)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
@@ -357,17 +337,9 @@ func (l *Locker) agreeMax(ctx context.Context, runID string, max int) error {
 		if string(kvs[0].Value) == want {
 			return nil
 		}
-		have, _ := strconv.Atoi(string(kvs[0].Value))
-		for k := 0; k < have; k++ {
-			rctx, cancel := l.rpc(ctx)
-			o, err := l.owner(rctx, cl, locks.SlotRunID(runID, locks.ModeMax, k))
-			cancel()
-			if err != nil {
-				return l.unavailable(err)
-			}
-			if o != nil {
-				return locks.MaxMismatch(runID, max, have, holderOf(o))
-			}
+		if slot := resp.Responses[1].GetResponseRange().Kvs; len(slot) > 0 {
+			have, _ := strconv.Atoi(string(kvs[0].Value))
+			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot[0])))
 		}
 		rctx, cancel = l.rpc(ctx)
 		// Only while no slot key exists at all: a slot of the old size

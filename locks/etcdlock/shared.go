@@ -4,9 +4,8 @@ package etcdlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -48,7 +47,7 @@ import (
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
 	if failpoint.On(failpoint.BrokenSlots) {
 		// Negative control: a mutex of its own, so nobody excludes it.
-		runID += "\x00broken " + randomHex()
+		runID += "\x00broken " + strconv.Itoa(os.Getpid())
 	}
 	return l.acquire(ctx, runID, wait, acquireKind{shared: true})
 }
@@ -82,42 +81,24 @@ func holderOf(o *Owner) locks.Holder {
 	return locks.Holder{Path: o.Key}
 }
 
-func randomHex() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// blocker is the oldest exclusive key queued before ours, nil when none is:
-// then the shared lock is ours.
+// blocker is who is in the way of the contender, nil when none is (then
+// the lock is ours): for an exclusive contender the oldest key queued
+// before its own, as concurrency.Mutex waits for every older key; for a
+// shared one the oldest exclusive key queued before its own.
 func (c *contender) blocker() *Owner {
 	for _, kv := range c.older {
-		if o := ownerFromKV(c.runID, kv); !o.Shared {
+		if o := ownerFromKV(c.runID, kv); !c.shared || !o.Shared {
 			return o
 		}
 	}
 	return nil
 }
 
-// lockShared waits until no exclusive key older than ours is left, the
-// wait runs out (the exclusive holder is named), ctx ends, or the lease is
-// lost. enqueue has read the keys older than ours.
-func (c *contender) lockShared(ctx context.Context, start time.Time, wait time.Duration) error {
-	readRev := c.acquiredRev
-	err := c.awaitGone(ctx, start, wait, "", c.l.MutexName(c.runID)+"/", readRev, c.blocker,
-		func(wctx context.Context) (int64, error) {
-			rev, err := c.readOlder(wctx)
-			if err == nil {
-				readRev = rev
-			}
-			return rev, err
-		})
-	if err != nil {
-		return err
-	}
-	c.acquiredRev = readRev
-	c.restamp(ctx)
-	return nil
+// awaitTurn waits until no key in the way (blocker) is left, the wait runs
+// out (the one in the way is named), ctx ends, or the lease is lost.
+// enqueue has read the keys older than ours.
+func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Duration) error {
+	return c.awaitGone(ctx, start, wait, "", c.l.queuePrefix(c.runID), c.enqueuedRev, c.blocker, c.readOlder)
 }
 
 // awaitGone waits until blocker names no one in the way, the wait (from
@@ -182,13 +163,29 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Get(rctx, c.l.MutexName(c.runID)+"/", clientv3.WithPrefix(),
-		clientv3.WithMaxCreateRev(c.token-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	resp, err := c.cl.Get(rctx, c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)
 	if err != nil {
 		return 0, err
 	}
-	c.older = append([]*mvccpb.KeyValue(nil), resp.Kvs...)
+	c.setOlder(resp.Kvs)
 	return resp.Header.Revision, nil
+}
+
+// setOlder keeps the keys of kvs (the mutex's, oldest first) queued before
+// ours.
+func (c *contender) setOlder(kvs []*mvccpb.KeyValue) {
+	c.older = nil
+	for _, kv := range kvs {
+		if kv.CreateRevision < c.token {
+			c.older = append(c.older, kv)
+		}
+	}
+}
+
+// withQueueOrder reads a range in queue order: every key under the prefix,
+// oldest (lowest create revision) first.
+func withQueueOrder(opts ...clientv3.OpOption) []clientv3.OpOption {
+	return append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)}, opts...)
 }
 
 func isClosed(ch <-chan struct{}) bool {

@@ -21,12 +21,14 @@ import (
 func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 	var owners []*Owner
 	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		resp, err := cl.Get(rctx, l.prefix(), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		resp, err := cl.Get(rctx, l.prefix(), withQueueOrder()...)
 		if err != nil {
 			return err
 		}
-		owners = ownersOf(rctx, cl, l.prefix(), resp.Kvs)
+		owners = ownersOf(l.prefix(), resp.Kvs)
+		for _, o := range owners {
+			o.TTL = leaseLeft(rctx, cl, o.Lease)
+		}
 		return nil
 	})
 	if err != nil {
@@ -39,9 +41,8 @@ func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 // ownersOf turns the keys under prefix, oldest first, into the holders of
 // each run id: its oldest key, or when that is a shared holder's, every
 // shared key queued before the first exclusive one. The other keys are
-// waiters, counted on the first holder. Each holder gets what is left of
-// its lease.
-func ownersOf(ctx context.Context, cl *clientv3.Client, prefix string, kvs []*mvccpb.KeyValue) []*Owner {
+// waiters, counted on the first holder.
+func ownersOf(prefix string, kvs []*mvccpb.KeyValue) []*Owner {
 	type run struct {
 		first   *Owner
 		holding bool // still taking holders: only shared keys so far
@@ -66,9 +67,6 @@ func ownersOf(ctx context.Context, cl *clientv3.Client, prefix string, kvs []*mv
 		}
 		owners = append(owners, o)
 	}
-	for _, o := range owners {
-		o.TTL = leaseLeft(ctx, cl, o.Lease)
-	}
 	return owners
 }
 
@@ -84,71 +82,39 @@ func leaseLeft(ctx context.Context, cl *clientv3.Client, id clientv3.LeaseID) ti
 	return time.Duration(resp.TTL) * time.Second
 }
 
-// Owner finds who holds runID's lock; nil when it is free. When it is held
-// shared, it is the oldest shared holder (Holders lists them all).
-func (l *Locker) Owner(ctx context.Context, runID string) (*Owner, error) {
-	holders, err := l.Holders(ctx, runID)
-	if err != nil || len(holders) == 0 {
-		return nil, err
-	}
-	return holders[0], nil
-}
-
-// Holders lists who holds runID's lock, oldest first: its exclusive holder,
-// or every shared one; none when it is free.
-func (l *Locker) Holders(ctx context.Context, runID string) ([]*Owner, error) {
-	var holders []*Owner
-	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		resp, err := cl.Get(rctx, l.MutexName(runID)+"/", clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-		if err != nil {
-			return err
-		}
-		for _, o := range ownersOf(rctx, cl, l.prefix(), resp.Kvs) {
-			if o.RunID == runID {
-				holders = append(holders, o)
-			}
-		}
-		return nil
-	})
-	return holders, err
-}
-
 // Break takes the run lock of runID away from its holders by revoking
 // their leases: their keys go, the next waiter gets the lock, and a
 // withlock holder sees the deletion at once and tears its child down (exit
-// 76). A lock held shared loses every shared holder. It returns the owners
-// it broke, or ErrNotHeld.
+// 76). A lock held shared loses every shared holder. A key without a lease
+// is deleted; a lease already gone is not an error (the lock is free
+// either way). It returns the owners it broke, or ErrNotHeld.
 func (l *Locker) Break(ctx context.Context, runID string) ([]*Owner, error) {
-	holders, err := l.Holders(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if len(holders) == 0 {
-		return nil, fmt.Errorf("run %q: %w", runID, ErrNotHeld)
-	}
-	for i, o := range holders {
-		if err := l.Revoke(ctx, o); err != nil {
-			return holders[:i], err
-		}
-	}
-	return holders, nil
-}
-
-// Revoke ends the lease of owner o (found by Owner), which deletes its key;
-// a key without a lease is deleted. A lease that is already gone is not an
-// error: the lock is free either way.
-func (l *Locker) Revoke(ctx context.Context, o *Owner) error {
-	return l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
-		if o.Lease == clientv3.NoLease {
-			_, err := cl.Delete(rctx, o.Key)
+	var broke []*Owner
+	err := l.query(ctx, func(rctx context.Context, cl *clientv3.Client) error {
+		resp, err := cl.Get(rctx, l.queuePrefix(runID), withQueueOrder()...)
+		if err != nil {
 			return err
 		}
-		if _, err := cl.Revoke(rctx, o.Lease); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return err
+		for _, o := range ownersOf(l.prefix(), resp.Kvs) {
+			if o.RunID != runID {
+				continue // a foreign key deeper under the mutex's prefix
+			}
+			if o.Lease == clientv3.NoLease {
+				_, err = cl.Delete(rctx, o.Key)
+			} else if _, err = cl.Revoke(rctx, o.Lease); errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			broke = append(broke, o)
 		}
-		return nil // it expired or was released meanwhile
+		return nil
 	})
+	if err == nil && len(broke) == 0 {
+		err = fmt.Errorf("run %q: %w", runID, ErrNotHeld)
+	}
+	return broke, err
 }
 
 // query runs one short exchange with the cluster on its own client, bounded
