@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,9 +87,7 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 
 func runAction(ctx context.Context, c *cli.Command) error {
 	line := newWaitLine(c.Args().First())
-	if c.Bool("quiet") {
-		line.tty = false // -q: nothing on stderr unless something is wrong
-	}
+	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
 	log, err := newLoggerTo(c, line)
 	if err != nil {
 		return err
@@ -113,29 +110,25 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	opts, err := parseSuperviseOptions(c)
-	if err != nil {
-		return err
-	}
 	if c.String("backend") != "file" {
 		sigs.Wait() // a remote backend's wait may block before it reports it
 	}
-	newBackend := backends[c.String("backend")]
 	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
-	// The wait blocks only once the subscription is in place, so that the
-	// "waiting" event and line mean a signal now ends the wait cleanly.
-	onWait := events.onWait(line.Update)
-	be, err := newBackend(c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
+	be, err := backends[c.String("backend")](c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
+		// The wait blocks only once the subscription is in place, so that
+		// the "waiting" event and line mean a signal now ends the wait
+		// cleanly.
 		if !failpoint.On(failpoint.WaitUnsubscribed) {
 			sigs.Wait()
 		}
-		onWait(h, waited)
+		events.waiting(h)
+		line.Update(h, waited)
 	})
 	if err != nil {
 		return err
 	}
-	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done,
-		func(err error) error { return acquireFailure(c, log, opts, runID, err) })
+	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done,
+		func(err error) error { return acquireFailure(c, log, runID, err) })
 	events.exit(err)
 	return err
 }
@@ -143,11 +136,12 @@ func runAction(ctx context.Context, c *cli.Command) error {
 // superviseUnderLock is the life of `withlock run` and `withlock scope`
 // once flags are parsed: wait for the lock (a signal aborts the wait), run
 // the child with a heartbeat, release, and pass the status through. id
-// names the lock in logs (run id or scope name); failure maps a failed
-// acquisition to its exit status.
-func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
-	if opts.dieWithParent {
+// names the lock in logs (run id or scope name); events logs the run's
+// life (nil for scope); failure maps a failed acquisition to its exit
+// status.
+func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals, events *runEvents,
+	be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
+	if c.Bool("die-with-parent") {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
@@ -158,10 +152,10 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	// so a conflict (75) costs no lookup. One not found is reported as
 	// before, by the spawn under the lock.
 	var path string
-	if opts.wait != 0 {
+	if c.Duration("wait") != 0 {
 		path, _ = supervisor.LookPath(argv[0], os.Environ())
 	}
-	lock, err := acquireInterruptible(sigs, be, id, opts.wait)
+	lock, err := acquireInterruptible(sigs, be, id, c.Duration("wait"))
 	afterWait()
 	if err != nil {
 		return failure(err)
@@ -169,6 +163,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if named, ok := lock.(interface{ Name() string }); ok {
 		id = named.Name() // a scope's name is known once it is registered
 	}
+	events.acquired(lock)
 	// The child's environment is read before the heartbeat starts: a
 	// renewal rewrites the lock's payload. The heartbeat starts once the
 	// child is forked (Watch), off the way from the lock to the command;
@@ -176,24 +171,38 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	env := childEnv(os.Environ(), lock.Env())
 	stopHeartbeat := func() {}
 	defer func() {
-		releaseBounded(log, id, lock, func() { stopHeartbeat() }, func() { exitNow(result) })
+		stopHeartbeat()
+		if releaseBounded(log, id, lock, func() { exitNow(result) }) {
+			events.released()
+		}
 	}()
 
+	// The supervisor's Verify is the lock's renewal, which fails with
+	// locks.ErrLost once the lock is no longer ours; a lock that cannot be
+	// lost (a scope) has none.
+	var verify func() error
+	if r, ok := lock.(interface{ Renew() error }); ok {
+		verify = r.Renew
+	}
+	onLost := supervisor.WarnOnLost
+	if c.String("on-lock-lost") == "kill" {
+		onLost = supervisor.KillOnLost
+	}
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:    argv,
 		Path:    path,
 		Env:     env,
-		Grace:   opts.grace,
-		Timeout: opts.timeout,
+		Grace:   c.Duration("grace"),
+		Timeout: c.Duration("timeout"),
 		Signals: sigs,
 		Watch: func() <-chan error {
 			var lost <-chan error
 			lost, stopHeartbeat = lock.Heartbeat()
 			return lost
 		},
-		OnLost:      lostPolicy(opts.killOnLost),
-		Verify:      ownershipCheck(lock),
-		KeepOrphans: opts.keepOrphans,
+		OnLost:      onLost,
+		Verify:      verify,
+		KeepOrphans: c.Bool("keep-orphans"),
 		// The supervisor's events (lost, signal_forwarded, timeout,
 		// teardown_killed) carry the run id and our pid like ours do.
 		Log: log.With().Str("run_id", id).Int("pid", os.Getpid()).Logger(),
@@ -201,40 +210,11 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	noteChild(lock, res.Pid) // for the released and exit events (events.go)
+	events.child(res.Pid) // for the released and exit events
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
 	}
 	return silentExit(res.Status)
-}
-
-// unwrapped is the backend's own lock under the wrappers of this package
-// (eventLock), where the optional methods below live.
-func unwrapped(lock heldLock) heldLock {
-	for {
-		w, ok := lock.(interface{ Unwrap() heldLock })
-		if !ok {
-			return lock
-		}
-		lock = w.Unwrap()
-	}
-}
-
-// ownershipCheck is the supervisor's Verify: the lock's renewal, which
-// fails with locks.ErrLost once the lock is no longer ours. A lock that
-// cannot be lost (a scope) has none.
-func ownershipCheck(lock heldLock) func() error {
-	if r, ok := unwrapped(lock).(interface{ Renew() error }); ok {
-		return r.Renew
-	}
-	return nil
-}
-
-func lostPolicy(kill bool) supervisor.LostPolicy {
-	if kill {
-		return supervisor.KillOnLost
-	}
-	return supervisor.WarnOnLost
 }
 
 // signalled is the cause of a wait aborted by a signal.
@@ -283,7 +263,7 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 }
 
 // acquireFailure maps a failed acquisition to its exit status and line.
-func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, runID string, err error) error {
+func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
 	var sig signalled
 	var held *locks.HeldError
 	switch {
@@ -297,53 +277,56 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, r
 			log.Error().Str("event", "conflict").Str("run_id", runID).
 				Int("holder_pid", held.Holder.Pid).Msg(held.Error())
 		}
-		return silentExit(opts.conflictExitCode)
+		return conflictExit(c, err)
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
 	case errors.Is(err, locks.ErrHeld):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Str("run_id", runID).Msg(err.Error())
 		}
-		return silentExit(opts.conflictExitCode)
+		return conflictExit(c, err)
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
 }
 
-// releaseBounded stops the heartbeat and releases the lock, on the calling
-// goroutine. A release that has not finished after releaseBound (a hung
-// filesystem) must never block exit, the TTL frees the lock anyway: it is
-// logged and onStuck runs, from the timer's goroutine; onStuck ends the
-// process with the run's status (exitNow), so the hung release is left
-// behind. releaseBounded returns only once onStuck has returned, if it ran.
+// conflictExit is the end of a run or scope refused because someone else
+// holds the lock: --conflict-exit-code, nothing more printed. It wraps err
+// (the exit event tells a conflict by it).
+func conflictExit(c *cli.Command, err error) error {
+	return &exitError{code: c.Int("conflict-exit-code"), err: err}
+}
+
+// releaseBounded releases the lock and reports whether that worked. A
+// release that has not finished after releaseBound (a hung filesystem)
+// must never block exit, the TTL frees the lock anyway: it is logged and
+// onStuck runs; onStuck ends the process with the run's status (exitNow),
+// so the hung release is left behind.
 //
 // The descriptors set aside for the release (fdlimit.go) are handed back
 // only when it runs out of descriptors: a release that cannot open a file
 // has changed nothing, and runs again with them. Closing them first would
 // put two closes on the way to the next holder's start, for the rare run
 // that needs them.
-func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func(), onStuck func()) {
-	stopHeartbeat()
-	var settled atomic.Bool // by the release or by the bound, whichever is first
-	stuckDone := make(chan struct{})
-	bound := time.AfterFunc(releaseBound, func() {
-		if settled.CompareAndSwap(false, true) {
-			log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
-			onStuck()
-			close(stuckDone)
+func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck func()) bool {
+	released := make(chan error, 1)
+	go func() {
+		err := lock.Release()
+		if locks.OutOfDescriptors(err) {
+			locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
+			err = lock.Release()
 		}
-	})
-	err := lock.Release()
-	if locks.OutOfDescriptors(err) {
-		locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
-		err = lock.Release()
-	}
-	bound.Stop()
-	if !settled.CompareAndSwap(false, true) {
-		<-stuckDone // the bound was reached first
-		return
-	}
-	if err != nil && !errors.Is(err, locks.ErrLost) {
-		log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+		released <- err
+	}()
+	select {
+	case err := <-released:
+		if err != nil && !errors.Is(err, locks.ErrLost) {
+			log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+		}
+		return err == nil
+	case <-time.After(releaseBound):
+		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+		onStuck()
+		return false
 	}
 }
 

@@ -58,10 +58,6 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
 	}
-	opts, err := parseSuperviseOptions(c)
-	if err != nil {
-		return err
-	}
 	req, err := scopeRequest(c)
 	if err != nil {
 		return err
@@ -71,8 +67,8 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
-	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
-		func(err error) error { return scopeFailure(c, log, opts, err) })
+	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {},
+		func(err error) error { return scopeFailure(c, log, err) })
 }
 
 // scopeRequest reads --name, --allow, --delegate-from and --socket; each
@@ -102,15 +98,15 @@ func scopeRequest(c *cli.Command) (scope.Request, error) {
 }
 
 // scopeFailure maps a refused or failed registration to its exit status.
-func scopeFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, err error) error {
+func scopeFailure(c *cli.Command, log zerolog.Logger, err error) error {
 	switch {
 	case errors.As(err, new(signalled)):
-		return acquireFailure(c, log, opts, "", err) // dies of INT and QUIT, as run does (SPEC §2)
+		return acquireFailure(c, log, "", err) // dies of INT and QUIT, as run does (SPEC §2)
 	case errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			log.Error().Str("event", "conflict").Msg(err.Error())
 		}
-		return silentExit(opts.conflictExitCode)
+		return conflictExit(c, err)
 	case errors.Is(err, scope.ErrUsage):
 		return usageError("scope: %v", err)
 	}
