@@ -18,15 +18,7 @@ import (
 )
 
 func runCommand() *cli.Command {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "dir", Usage: dirUsage},
-		durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"),
-		backendFlag(),
-	}
-	flags = append(flags, etcdFlags()...)
-	flags = append(flags, semFlags()...)
-	flags = append(flags, superviseFlags()...)
-	flags = append(flags, logFlags()...)
+	ttl := durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)")
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
@@ -41,7 +33,7 @@ otherwise with the command's own status (128+N when it died of signal N).
 Examples:
    withlock run nightly-backup -q --conflict-exit-code 0 -- /usr/local/bin/backup
    withlock run r-42 --wait 30s -- resume-run r-42`,
-		Flags:  flags,
+		Flags:  lockFlags([]cli.Flag{ttl}, semFlags(), superviseFlags(), logFlags()),
 		Action: runAction,
 	}
 }
@@ -86,7 +78,7 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 }
 
 func runAction(ctx context.Context, c *cli.Command) error {
-	line := newWaitLine(c.Args().First())
+	line := newWaitLine(os.Stderr, c.Args().First())
 	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
 	log, err := newLoggerTo(c, line)
 	if err != nil {

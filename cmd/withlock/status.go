@@ -33,13 +33,11 @@ Examples:
    withlock status nightly-backup
    withlock status --scopes
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
-		Flags: append([]cli.Flag{
+		Flags: lockFlags([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
-			&cli.StringFlag{Name: "dir", Usage: dirUsage},
 			&cli.BoolFlag{Name: "scopes", Usage: "show only the scope registry, as a delegation tree"},
 			scopeFileFlag(),
-			backendFlag(),
-		}, etcdFlags()...),
+		}),
 		Action: statusAction,
 	}
 }
