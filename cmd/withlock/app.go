@@ -63,7 +63,10 @@ func onUsageError(_ context.Context, c *cli.Command, err error, _ bool) error {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 	}
-	return usageError("%s%s", where(c), msg)
+	if path := c.Path()[1:]; len(path) > 0 {
+		msg = strings.Join(path, " ") + ": " + msg // names the command: "run: "
+	}
+	return usageError("%s", msg)
 }
 
 // unknownCommand is the action of withlock itself: the help, or for a word
@@ -77,14 +80,6 @@ func unknownCommand(_ context.Context, c *cli.Command) error {
 		suggestion = cli.SuggestCommand(c.Commands, name)
 	}
 	return usageError("unknown command %q; did you mean %q?", name, suggestion)
-}
-
-// where names command c in a message ("run: ", "" for withlock itself).
-func where(c *cli.Command) string {
-	if path := c.Path()[1:]; len(path) > 0 {
-		return strings.Join(path, " ") + ": "
-	}
-	return ""
 }
 
 // completeRunIDs completes a run id (run, status, break) with those of the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -91,7 +92,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	// that arrives while we wait for the lock or while the child is being
 	// spawned is queued, not lost. An exec backend (withlock-etcd) gets the
 	// signals back first.
-	sigs := subscribeSignals()
+	sigs := supervisor.NotifyAsync() // see main.go
 	if execBackends[c.String("backend")] {
 		sigs.HandOver()
 		_, err := backends[c.String("backend")](c, log, "", nil)
@@ -254,7 +255,8 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 	return lock, err
 }
 
-// acquireFailure maps a failed acquisition to its exit status and line.
+// acquireFailure maps a failed acquisition of the run lock of runID, or of
+// a scope (runID ""), to its exit status and line.
 func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
 	var sig signalled
 	var held *locks.HeldError
@@ -264,19 +266,24 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error)
 			return signalStatus(s) // dies of INT and QUIT
 		}
 		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
-	case errors.As(err, &held):
-		if !c.Bool("quiet") {
-			log.Error().Str("event", "conflict").Str("run_id", runID).
-				Int("holder_pid", held.Holder.Pid).Msg(held.Error())
-		}
-		return conflictExit(c, err)
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
-	case errors.Is(err, locks.ErrHeld):
+	case errors.Is(err, locks.ErrHeld), errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
-			log.Error().Str("event", "conflict").Str("run_id", runID).Msg(err.Error())
+			ev := log.Error().Str("event", "conflict")
+			if runID != "" {
+				ev = ev.Str("run_id", runID)
+			}
+			if errors.As(err, &held) {
+				ev = ev.Int("holder_pid", held.Holder.Pid)
+			}
+			ev.Msg(err.Error())
 		}
 		return conflictExit(c, err)
+	case errors.Is(err, scope.ErrUsage):
+		return usageError("scope: %v", err)
+	case runID == "":
+		return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
 }
