@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -221,13 +222,12 @@ func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	done := make(chan struct{})
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
+	stop := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
 		for {
 			select {
-			case <-done:
+			case <-stop:
 				return
 			case s := <-sigs.C():
 				switch {
@@ -241,10 +241,10 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 				}
 			}
 		}
-	}()
+	})
 	lock, err := be.Acquire(ctx, runID, wait)
-	close(done)
-	<-watcherDone
+	close(stop)
+	watcher.Wait()
 	if cause := context.Cause(ctx); lock != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// The signal won the race with the grant: honour it, run nothing.
 		if rerr := lock.Release(); rerr != nil {

@@ -206,7 +206,10 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
 			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
-	st.Semaphores = fileSemaphores(locker, st)
+	st.Semaphores = semaphores(st.Locks, func(runID string) (int, bool) {
+		mode, max, _, found, err := locker.SlotsOf(runID)
+		return max, err == nil && found && mode == locks.ModeMax
+	}, locker.WaitersOf)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
@@ -251,9 +254,7 @@ func gatherScopes(path string, st *statusReport) *scopeStatus {
 		st.Errors = append(st.Errors, err.Error())
 		return ss
 	}
-	if nodes != nil {
-		ss.Allocations = nodes
-	}
+	ss.Allocations = append(ss.Allocations, nodes...) // [] for none, never null
 	return ss
 }
 
