@@ -38,23 +38,19 @@ func newApp() *cli.Command {
 		// Only main exits: keep urfave/cli from calling os.Exit.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 	}
+	// What every command shares: a usage error is one line, never the
+	// whole help; no "help" subcommand, which would take `withlock run h --
+	// cmd` (run id "h") for itself (`withlock help run` and --help stay);
+	// the check of the open-file limit (fdlimit.go) first.
 	for _, c := range app.Commands {
-		setupCommand(c)
+		c.HideHelpCommand = true
+		c.OnUsageError = onUsageError
+		c.Before = checkDescriptors
 		if c.Name == "run" || c.Name == "status" || c.Name == "break" {
 			c.ShellComplete = completeRunIDs
 		}
 	}
 	return app
-}
-
-// setupCommand applies what every command shares: a usage error is one
-// line, never the whole help; no "help" subcommand, which would take
-// `withlock run h -- cmd` (run id "h") for itself (`withlock help run` and
-// --help stay); the check of the open-file limit (fdlimit.go) first.
-func setupCommand(c *cli.Command) {
-	c.HideHelpCommand = true
-	c.OnUsageError = onUsageError
-	c.Before = checkDescriptors
 }
 
 // onUsageError makes an error out of urfave/cli's parsing in c one line
@@ -67,7 +63,10 @@ func onUsageError(_ context.Context, c *cli.Command, err error, _ bool) error {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 	}
-	return usageError("%s%s", where(c), msg)
+	if path := c.Path()[1:]; len(path) > 0 {
+		msg = strings.Join(path, " ") + ": " + msg // names the command: "run: "
+	}
+	return usageError("%s", msg)
 }
 
 // unknownCommand is the action of withlock itself: the help, or for a word
@@ -81,14 +80,6 @@ func unknownCommand(_ context.Context, c *cli.Command) error {
 		suggestion = cli.SuggestCommand(c.Commands, name)
 	}
 	return usageError("unknown command %q; did you mean %q?", name, suggestion)
-}
-
-// where names command c in a message ("run: ", "" for withlock itself).
-func where(c *cli.Command) string {
-	if path := c.Path()[1:]; len(path) > 0 {
-		return strings.Join(path, " ") + ": "
-	}
-	return ""
 }
 
 // completeRunIDs completes a run id (run, status, break) with those of the
@@ -125,6 +116,9 @@ func versionString() string {
 	if version != "" {
 		return version
 	}
-	bi, _ := debug.ReadBuildInfo()
-	return versionFromBuildInfo(bi)
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	// Built with -buildvcs=false or outside a checkout: say so, not a bare "dev".
+	return "devel (no version or commit recorded in the build)"
 }

@@ -74,13 +74,25 @@ func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait f
 	locker.Command = command
 	locker.Log = log
 	locker.OnWait = onWait
-	return fileBackendFor(c, locker), nil
+	return fileBackend{locker: locker, slot: c.IsSet("max") || c.Bool("shared"), max: c.Int("max")}, nil
 }
 
-// fileBackend is the local run lock of SPEC §3.
-type fileBackend struct{ locker *locks.RunLocker }
+// fileBackend is the local run lock of SPEC §3, or with slot a slot of a
+// semaphore (--max: max ≥ 1) or a shared slot (--shared: max 0).
+type fileBackend struct {
+	locker *locks.RunLocker
+	slot   bool
+	max    int
+}
 
 func (b fileBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
+	if b.slot {
+		l, err := b.locker.AcquireSlot(ctx, runID, b.max, wait)
+		if err != nil {
+			return nil, err // not a typed nil
+		}
+		return l, nil
+	}
 	start := time.Now()
 	l, err := b.locker.Acquire(ctx, runID, wait)
 	if err != nil {

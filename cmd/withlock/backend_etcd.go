@@ -34,14 +34,10 @@ func newEtcdBackend(c *cli.Command, log zerolog.Logger, command string, onWait f
 	if err != nil {
 		return nil, err
 	}
-	opts, err := parseSuperviseOptions(c)
-	if err != nil {
-		return nil, err
-	}
-	if opts.killOnLost {
+	if c.String("on-lock-lost") == "kill" {
 		// The child must be gone before the lease can run out on the
 		// server: the lock presumes a silent lease lost a grace earlier.
-		l.Grace = opts.grace
+		l.Grace = c.Duration("grace")
 	}
 	l.Command = command
 	l.OnWait = onWait

@@ -22,16 +22,13 @@ const defaultBreakGrace = 15 * time.Second
 
 func breakCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "dir", Usage: dirUsage},
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
 		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
 		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
 		&cli.BoolFlag{Name: "scopes", Usage: "instead of a run lock: move a corrupt scope registry aside (scope.lock.corrupt.<ts>)"},
 		scopeFileFlag(),
-		backendFlag(),
 	}
-	flags = append(flags, etcdFlags()...)
 	return &cli.Command{
 		Name:      "break",
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
@@ -50,7 +47,7 @@ Examples:
    withlock break --force r-42     # holder alive or on another host: you decide
    withlock break --slot 2 builds  # one slot of run --max N builds
    withlock break --scopes         # a corrupt scope registry`,
-		Flags:  append(flags, logFlags()...),
+		Flags:  lockFlags(flags, logFlags()),
 		Action: breakAction,
 	}
 }

@@ -16,10 +16,15 @@ import (
 // cannot be reused before the signal lands.
 func signalHolder(pid int, start uint64, sig syscall.Signal) error {
 	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ENOSYS) {
-		return signalHolderByPid(pid, start, sig)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ENOSYS):
+		// Kernels before 5.3: a tiny window remains between the check
+		// and the kill.
+		if err := checkStart(pid, start); err != nil {
+			return err
+		}
+		return unix.Kill(pid, sig)
+	case err != nil:
 		return err
 	}
 	defer unix.Close(fd)
@@ -27,15 +32,6 @@ func signalHolder(pid int, start uint64, sig syscall.Signal) error {
 		return err
 	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0)
-}
-
-// signalHolderByPid is the fallback for kernels before 5.3: a tiny window
-// remains between the check and the kill.
-func signalHolderByPid(pid int, start uint64, sig syscall.Signal) error {
-	if err := checkStart(pid, start); err != nil {
-		return err
-	}
-	return unix.Kill(pid, sig)
 }
 
 func checkStart(pid int, start uint64) error {

@@ -1,9 +1,21 @@
 package main
 
-import "github.com/urfave/cli/v3"
+import (
+	"slices"
 
-// dirUsage is the help of every --dir flag (run, status, break, gc): where
-// the lock directory is when the flag is not given (locks.ResolveDir).
+	"github.com/urfave/cli/v3"
+)
+
+// lockFlags are where run locks live, for run, status and break: --dir,
+// --backend and the etcd flags; then more, the command's own.
+func lockFlags(more ...[]cli.Flag) []cli.Flag {
+	return slices.Concat(append([]cli.Flag{dirFlag(), backendFlag()}, etcdFlags()...), slices.Concat(more...))
+}
+
+// dirFlag is every --dir flag (run, status, break, gc): where the lock
+// directory is when the flag is not given (locks.ResolveDir).
+func dirFlag() cli.Flag { return &cli.StringFlag{Name: "dir", Usage: dirUsage} }
+
 const dirUsage = "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, /run/withlock for root, /tmp/withlock-UID for others)"
 
 // scopeFileFlag is every --scope-file flag (scope, status, break): the

@@ -8,15 +8,13 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// Exit statuses of SPEC §2.
+// Exit statuses of SPEC §2 that this package sets; the supervisor sets
+// the others (76 lock lost, 124 timeout, 126 not executable, 127 not
+// found, 128+N the child died of signal N).
 const (
 	exitUsage       = 64 // EX_USAGE
 	exitCantCreate  = 73 // EX_CANTCREAT: the lock could not be taken because of an error
 	exitTempFail    = 75 // EX_TEMPFAIL: the lock is held by someone else
-	exitLockLost    = 76
-	exitTimeout     = 124
-	exitNotExec     = 126
-	exitNotFound    = 127
 	exitSignalsBase = 128
 )
 

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,8 +20,14 @@ func superviseFlags() []cli.Flag {
 		&durFlag{Name: "wait", Config: durOpts{forever: true}, Usage: "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"},
 		durationFlag("grace", 10*time.Second, "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"),
 		durationFlag("timeout", 0, "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"),
-		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else"},
-		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn"},
+		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else",
+			Validator: func(n int) error {
+				if n < 0 || n > 255 {
+					return errors.New("must be 0..255")
+				}
+				return nil
+			}},
+		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn", Validator: oneOf("kill", "warn")},
 		&cli.BoolFlag{Name: "die-with-parent", Usage: "end (tearing the child down) when withlock's parent dies"},
 		&cli.BoolFlag{Name: "keep-orphans", Usage: "let daemons the child left behind live on after it exits"},
 	}
@@ -26,43 +36,20 @@ func superviseFlags() []cli.Flag {
 // Logging flags, on every command.
 func logFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json"},
+		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json", Validator: oneOf("console", "json")},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
 	}
 }
 
-// superviseOptions are the parsed shared flags.
-type superviseOptions struct {
-	wait             time.Duration // <0: forever
-	grace            time.Duration
-	timeout          time.Duration
-	conflictExitCode int
-	killOnLost       bool
-	dieWithParent    bool
-	keepOrphans      bool
-}
-
-func parseSuperviseOptions(c *cli.Command) (superviseOptions, error) {
-	o := superviseOptions{
-		wait:             c.Duration("wait"),
-		grace:            c.Duration("grace"),
-		timeout:          c.Duration("timeout"),
-		conflictExitCode: c.Int("conflict-exit-code"),
-		dieWithParent:    c.Bool("die-with-parent"),
-		keepOrphans:      c.Bool("keep-orphans"),
+// oneOf is the Validator of a flag that takes one of words.
+func oneOf(words ...string) func(string) error {
+	return func(s string) error {
+		if !slices.Contains(words, s) {
+			return fmt.Errorf("want %s", strings.Join(words, " or "))
+		}
+		return nil
 	}
-	if o.conflictExitCode < 0 || o.conflictExitCode > 255 {
-		return o, usageError("--conflict-exit-code %d: must be 0..255", o.conflictExitCode)
-	}
-	switch c.String("on-lock-lost") {
-	case "kill":
-		o.killOnLost = true
-	case "warn":
-	default:
-		return o, usageError("--on-lock-lost %q: want kill or warn", c.String("on-lock-lost"))
-	}
-	return o, nil
 }
 
 // newLogger builds the stderr logger from the logging flags. The console
@@ -80,20 +67,17 @@ func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
 	if err != nil || levelName == "" {
 		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	switch c.String("log-format") {
-	case "json":
+	if c.String("log-format") == "json" {
 		return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
-	case "console":
-		w := zerolog.ConsoleWriter{
-			Out:         out,
-			NoColor:     !term.IsTerminal(int(os.Stderr.Fd())),
-			PartsOrder:  []string{zerolog.LevelFieldName, zerolog.MessageFieldName},
-			FormatLevel: func(any) string { return "withlock:" },
-			// The message names everything a person needs; the fields that
-			// only machines want stay in the JSON form.
-			FieldsExclude: []string{"event", "run_id", "holder_pid"},
-		}
-		return zerolog.New(w).Level(level), nil
 	}
-	return zerolog.Nop(), usageError("--log-format %q: want console or json", c.String("log-format"))
+	w := zerolog.ConsoleWriter{
+		Out:         out,
+		NoColor:     !term.IsTerminal(int(os.Stderr.Fd())),
+		PartsOrder:  []string{zerolog.LevelFieldName, zerolog.MessageFieldName},
+		FormatLevel: func(any) string { return "withlock:" },
+		// The message names everything a person needs; the fields that
+		// only machines want stay in the JSON form.
+		FieldsExclude: []string{"event", "run_id", "holder_pid"},
+	}
+	return zerolog.New(w).Level(level), nil
 }

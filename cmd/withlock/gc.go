@@ -28,7 +28,7 @@ Examples:
    # weekly, from cron:
    @weekly withlock gc -q`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: dirUsage},
+			dirFlag(),
 			&durFlag{Name: "older-than", Value: locks.DefaultGCAge, Config: durOpts{days: true}, Usage: "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
 			&cli.BoolFlag{Name: "history", Usage: "also remove the run history (<key>.runs) of run ids that hold no lock and were idle longer than --older-than"},

@@ -72,10 +72,16 @@ func (b historyBackend) Acquire(ctx context.Context, runID string, wait time.Dur
 	}
 	rec := b.h.base
 	rec.StartedAt = history.Epoch(time.Now())
-	env := envMap(lock.Env())
-	rec.FencingToken, _ = strconv.ParseUint(env["WITHLOCK_FENCING_TOKEN"], 10, 64)
-	if slot, err := strconv.Atoi(env["WITHLOCK_SLOT"]); err == nil {
-		rec.Slot = &slot
+	for _, kv := range lock.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "WITHLOCK_FENCING_TOKEN":
+			rec.FencingToken, _ = strconv.ParseUint(v, 10, 64)
+		case "WITHLOCK_SLOT":
+			if slot, err := strconv.Atoi(v); err == nil {
+				rec.Slot = &slot
+			}
+		}
 	}
 	return &historyLock{heldLock: lock, h: b.h, rec: rec}, nil
 }

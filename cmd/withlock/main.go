@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/withlock/withlock/supervisor"
 )
 
 func main() { exitNow(run(os.Args)) }
@@ -21,13 +19,12 @@ func run(args []string) error {
 	return newApp().Run(context.WithValue(context.Background(), argsKey{}, args), args)
 }
 
-// subscribeSignals returns the subscription to the signals the supervisor
-// forwards, taken before the lock wait as runc subscribes before it waits,
-// so a signal that arrives while waiting or during spawn is queued, never
-// lost. It is made on a goroutine of its own, alongside the acquisition;
+// The subscription to the signals the supervisor forwards (run and scope
+// call supervisor.NotifyAsync) is taken before the lock wait, as runc
+// subscribes before it waits, so a signal that arrives while waiting or
+// during spawn is queued, never lost. It is made on a goroutine of its own, alongside the acquisition;
 // every wait and the spawn wait for it first (supervisor.NotifyAsync). It
 // is never stopped: the process exits after the run.
-func subscribeSignals() *supervisor.Signals { return supervisor.NotifyAsync() }
 
 // exitNow ends the process with err's status: for main, and for a release
 // that never finishes (releaseBounded), which must not keep the process

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,19 +15,12 @@ import (
 
 	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/scope"
 	"github.com/withlock/withlock/supervisor"
 )
 
 func runCommand() *cli.Command {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "dir", Usage: dirUsage},
-		durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"),
-		backendFlag(),
-	}
-	flags = append(flags, etcdFlags()...)
-	flags = append(flags, semFlags()...)
-	flags = append(flags, superviseFlags()...)
-	flags = append(flags, logFlags()...)
+	ttl := durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)")
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
@@ -42,7 +35,7 @@ otherwise with the command's own status (128+N when it died of signal N).
 Examples:
    withlock run nightly-backup -q --conflict-exit-code 0 -- /usr/local/bin/backup
    withlock run r-42 --wait 30s -- resume-run r-42`,
-		Flags:  flags,
+		Flags:  lockFlags([]cli.Flag{ttl}, semFlags(), superviseFlags(), logFlags()),
 		Action: runAction,
 	}
 }
@@ -87,10 +80,8 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 }
 
 func runAction(ctx context.Context, c *cli.Command) error {
-	line := newWaitLine(c.Args().First())
-	if c.Bool("quiet") {
-		line.tty = false // -q: nothing on stderr unless something is wrong
-	}
+	line := newWaitLine(os.Stderr, c.Args().First())
+	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
 	log, err := newLoggerTo(c, line)
 	if err != nil {
 		return err
@@ -102,7 +93,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	// that arrives while we wait for the lock or while the child is being
 	// spawned is queued, not lost. An exec backend (withlock-etcd) gets the
 	// signals back first.
-	sigs := subscribeSignals()
+	sigs := supervisor.NotifyAsync() // see main.go
 	if execBackends[c.String("backend")] {
 		sigs.HandOver()
 		_, err := backends[c.String("backend")](c, log, "", nil)
@@ -113,30 +104,26 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	opts, err := parseSuperviseOptions(c)
-	if err != nil {
-		return err
-	}
 	if c.String("backend") != "file" {
 		sigs.Wait() // a remote backend's wait may block before it reports it
 	}
-	newBackend := backends[c.String("backend")]
 	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
-	// The wait blocks only once the subscription is in place, so that the
-	// "waiting" event and line mean a signal now ends the wait cleanly.
-	onWait := events.onWait(line.Update)
-	be, err := newBackend(c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
+	be, err := backends[c.String("backend")](c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
+		// The wait blocks only once the subscription is in place, so that
+		// the "waiting" event and line mean a signal now ends the wait
+		// cleanly.
 		if !failpoint.On(failpoint.WaitUnsubscribed) {
 			sigs.Wait()
 		}
-		onWait(h, waited)
+		events.waiting(h)
+		line.Update(h, waited)
 	})
 	if err != nil {
 		return err
 	}
 	be = recordHistory(c, log, be, runID, argv) // history.go
-	err = superviseUnderLock(c, log, sigs, opts, events.wrap(be), runID, argv, line.Done,
-		func(err error) error { return acquireFailure(c, log, opts, runID, err) })
+	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done,
+		func(err error) error { return acquireFailure(c, log, runID, err) })
 	events.exit(err)
 	return err
 }
@@ -144,11 +131,12 @@ func runAction(ctx context.Context, c *cli.Command) error {
 // superviseUnderLock is the life of `withlock run` and `withlock scope`
 // once flags are parsed: wait for the lock (a signal aborts the wait), run
 // the child with a heartbeat, release, and pass the status through. id
-// names the lock in logs (run id or scope name); failure maps a failed
-// acquisition to its exit status.
-func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals,
-	opts superviseOptions, be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
-	if opts.dieWithParent {
+// names the lock in logs (run id or scope name); events logs the run's
+// life (nil for scope); failure maps a failed acquisition to its exit
+// status.
+func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals, events *runEvents,
+	be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
+	if c.Bool("die-with-parent") {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
 		}
@@ -159,10 +147,10 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	// so a conflict (75) costs no lookup. One not found is reported as
 	// before, by the spawn under the lock.
 	var path string
-	if opts.wait != 0 {
+	if c.Duration("wait") != 0 {
 		path, _ = supervisor.LookPath(argv[0], os.Environ())
 	}
-	lock, err := acquireInterruptible(sigs, be, id, opts.wait)
+	lock, err := acquireInterruptible(sigs, be, id, c.Duration("wait"))
 	afterWait()
 	if err != nil {
 		return failure(err)
@@ -170,6 +158,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if named, ok := lock.(interface{ Name() string }); ok {
 		id = named.Name() // a scope's name is known once it is registered
 	}
+	events.acquired(lock)
 	// The child's environment is read before the heartbeat starts: a
 	// renewal rewrites the lock's payload. The heartbeat starts once the
 	// child is forked (Watch), off the way from the lock to the command;
@@ -177,24 +166,38 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	env := childEnv(os.Environ(), lock.Env())
 	stopHeartbeat := func() {}
 	defer func() {
-		releaseBounded(log, id, lock, func() { stopHeartbeat() }, func() { exitNow(result) })
+		stopHeartbeat()
+		if releaseBounded(log, id, lock, func() { exitNow(result) }) {
+			events.released()
+		}
 	}()
 
+	// The supervisor's Verify is the lock's renewal, which fails with
+	// locks.ErrLost once the lock is no longer ours; a lock that cannot be
+	// lost (a scope) has none.
+	var verify func() error
+	if r, ok := lock.(interface{ Renew() error }); ok {
+		verify = r.Renew
+	}
+	onLost := supervisor.WarnOnLost
+	if c.String("on-lock-lost") == "kill" {
+		onLost = supervisor.KillOnLost
+	}
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:    argv,
 		Path:    path,
 		Env:     env,
-		Grace:   opts.grace,
-		Timeout: opts.timeout,
+		Grace:   c.Duration("grace"),
+		Timeout: c.Duration("timeout"),
 		Signals: sigs,
 		Watch: func() <-chan error {
 			var lost <-chan error
 			lost, stopHeartbeat = lock.Heartbeat()
 			return lost
 		},
-		OnLost:      lostPolicy(opts.killOnLost),
-		Verify:      ownershipCheck(lock),
-		KeepOrphans: opts.keepOrphans,
+		OnLost:      onLost,
+		Verify:      verify,
+		KeepOrphans: c.Bool("keep-orphans"),
 		// The supervisor's events (lost, signal_forwarded, timeout,
 		// teardown_killed) carry the run id and our pid like ours do.
 		Log: log.With().Str("run_id", id).Int("pid", os.Getpid()).Logger(),
@@ -202,41 +205,12 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	noteChild(lock, res.Pid)   // for the released and exit events (events.go)
+	events.child(res.Pid)      // for the released and exit events
 	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
 	}
 	return silentExit(res.Status)
-}
-
-// unwrapped is the backend's own lock under the wrappers of this package
-// (eventLock), where the optional methods below live.
-func unwrapped(lock heldLock) heldLock {
-	for {
-		w, ok := lock.(interface{ Unwrap() heldLock })
-		if !ok {
-			return lock
-		}
-		lock = w.Unwrap()
-	}
-}
-
-// ownershipCheck is the supervisor's Verify: the lock's renewal, which
-// fails with locks.ErrLost once the lock is no longer ours. A lock that
-// cannot be lost (a scope) has none.
-func ownershipCheck(lock heldLock) func() error {
-	if r, ok := unwrapped(lock).(interface{ Renew() error }); ok {
-		return r.Renew
-	}
-	return nil
-}
-
-func lostPolicy(kill bool) supervisor.LostPolicy {
-	if kill {
-		return supervisor.KillOnLost
-	}
-	return supervisor.WarnOnLost
 }
 
 // signalled is the cause of a wait aborted by a signal.
@@ -250,13 +224,12 @@ func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	done := make(chan struct{})
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
+	stop := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
 		for {
 			select {
-			case <-done:
+			case <-stop:
 				return
 			case s := <-sigs.C():
 				switch {
@@ -270,10 +243,10 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 				}
 			}
 		}
-	}()
+	})
 	lock, err := be.Acquire(ctx, runID, wait)
-	close(done)
-	<-watcherDone
+	close(stop)
+	watcher.Wait()
 	if cause := context.Cause(ctx); lock != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// The signal won the race with the grant: honour it, run nothing.
 		if rerr := lock.Release(); rerr != nil {
@@ -284,8 +257,9 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 	return lock, err
 }
 
-// acquireFailure maps a failed acquisition to its exit status and line.
-func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, runID string, err error) error {
+// acquireFailure maps a failed acquisition of the run lock of runID, or of
+// a scope (runID ""), to its exit status and line.
+func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
 	var sig signalled
 	var held *locks.HeldError
 	switch {
@@ -294,58 +268,66 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, r
 			return signalStatus(s) // dies of INT and QUIT
 		}
 		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
-	case errors.As(err, &held):
-		if !c.Bool("quiet") {
-			log.Error().Str("event", "conflict").Str("run_id", runID).
-				Int("holder_pid", held.Holder.Pid).Msg(held.Error())
-		}
-		return silentExit(opts.conflictExitCode)
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
-	case errors.Is(err, locks.ErrHeld):
+	case errors.Is(err, locks.ErrHeld), errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
-			log.Error().Str("event", "conflict").Str("run_id", runID).Msg(err.Error())
+			ev := log.Error().Str("event", "conflict")
+			if runID != "" {
+				ev = ev.Str("run_id", runID)
+			}
+			if errors.As(err, &held) {
+				ev = ev.Int("holder_pid", held.Holder.Pid)
+			}
+			ev.Msg(err.Error())
 		}
-		return silentExit(opts.conflictExitCode)
+		return conflictExit(c, err)
+	case errors.Is(err, scope.ErrUsage):
+		return usageError("scope: %v", err)
+	case runID == "":
+		return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
 }
 
-// releaseBounded stops the heartbeat and releases the lock, on the calling
-// goroutine. A release that has not finished after releaseBound (a hung
-// filesystem) must never block exit, the TTL frees the lock anyway: it is
-// logged and onStuck runs, from the timer's goroutine; onStuck ends the
-// process with the run's status (exitNow), so the hung release is left
-// behind. releaseBounded returns only once onStuck has returned, if it ran.
+// conflictExit is the end of a run or scope refused because someone else
+// holds the lock: --conflict-exit-code, nothing more printed. It wraps err
+// (the exit event tells a conflict by it).
+func conflictExit(c *cli.Command, err error) error {
+	return &exitError{code: c.Int("conflict-exit-code"), err: err}
+}
+
+// releaseBounded releases the lock and reports whether that worked. A
+// release that has not finished after releaseBound (a hung filesystem)
+// must never block exit, the TTL frees the lock anyway: it is logged and
+// onStuck runs; onStuck ends the process with the run's status (exitNow),
+// so the hung release is left behind.
 //
 // The descriptors set aside for the release (fdlimit.go) are handed back
 // only when it runs out of descriptors: a release that cannot open a file
 // has changed nothing, and runs again with them. Closing them first would
 // put two closes on the way to the next holder's start, for the rare run
 // that needs them.
-func releaseBounded(log zerolog.Logger, runID string, lock heldLock, stopHeartbeat func(), onStuck func()) {
-	stopHeartbeat()
-	var settled atomic.Bool // by the release or by the bound, whichever is first
-	stuckDone := make(chan struct{})
-	bound := time.AfterFunc(releaseBound, func() {
-		if settled.CompareAndSwap(false, true) {
-			log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
-			onStuck()
-			close(stuckDone)
+func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck func()) bool {
+	released := make(chan error, 1)
+	go func() {
+		err := lock.Release()
+		if locks.OutOfDescriptors(err) {
+			locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
+			err = lock.Release()
 		}
-	})
-	err := lock.Release()
-	if locks.OutOfDescriptors(err) {
-		locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
-		err = lock.Release()
-	}
-	bound.Stop()
-	if !settled.CompareAndSwap(false, true) {
-		<-stuckDone // the bound was reached first
-		return
-	}
-	if err != nil && !errors.Is(err, locks.ErrLost) {
-		log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+		released <- err
+	}()
+	select {
+	case err := <-released:
+		if err != nil && !errors.Is(err, locks.ErrLost) {
+			log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+		}
+		return err == nil
+	case <-time.After(releaseBound):
+		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
+		onStuck()
+		return false
 	}
 }
 

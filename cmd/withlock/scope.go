@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
+	"github.com/withlock/withlock/supervisor"
 )
 
 func scopeCommand() *cli.Command {
@@ -52,15 +53,11 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	}
 	// Subscribed before a wait blocks and before the spawn: a signal
 	// during a wait or the spawn is queued.
-	sigs := subscribeSignals()
+	sigs := supervisor.NotifyAsync() // see main.go
 
 	argv := childArgv(ctx, c, 0)
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
-	}
-	opts, err := parseSuperviseOptions(c)
-	if err != nil {
-		return err
 	}
 	req, err := scopeRequest(c)
 	if err != nil {
@@ -71,8 +68,8 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
-	return superviseUnderLock(c, log, sigs, opts, be, c.String("name"), argv, func() {},
-		func(err error) error { return scopeFailure(c, log, opts, err) })
+	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {},
+		func(err error) error { return acquireFailure(c, log, "", err) })
 }
 
 // scopeRequest reads --name, --allow, --delegate-from and --socket; each
@@ -101,22 +98,6 @@ func scopeRequest(c *cli.Command) (scope.Request, error) {
 	}, nil
 }
 
-// scopeFailure maps a refused or failed registration to its exit status.
-func scopeFailure(c *cli.Command, log zerolog.Logger, opts superviseOptions, err error) error {
-	switch {
-	case errors.As(err, new(signalled)):
-		return acquireFailure(c, log, opts, "", err) // dies of INT and QUIT, as run does (SPEC §2)
-	case errors.Is(err, scope.ErrConflict):
-		if !c.Bool("quiet") {
-			log.Error().Str("event", "conflict").Msg(err.Error())
-		}
-		return silentExit(opts.conflictExitCode)
-	case errors.Is(err, scope.ErrUsage):
-		return usageError("scope: %v", err)
-	}
-	return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
-}
-
 // scopeBackend registers in the scope registry through the run lock's
 // backend seam, so the wait is the same signal-abortable one.
 type scopeBackend struct {
@@ -132,8 +113,7 @@ type scopeBackend struct {
 // runs out (wait < 0: forever), sleeping between tries.
 func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration) (heldLock, error) {
 	deadline := time.Now().Add(wait)
-	pause := 50 * time.Millisecond
-	for {
+	for pause := 50 * time.Millisecond; ; pause = min(pause*2, time.Second) {
 		alloc, err := b.file.Register(ctx, b.req)
 		if err == nil {
 			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
@@ -147,7 +127,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 			return nil, err
 		}
 		b.beforeWait()
-		sleep := pause/2 + rand.N(pause/2+1)
+		sleep := pause/2 + rand.N(pause/2+1) // jittered, doubling up to a second
 		if wait >= 0 {
 			sleep = min(sleep, left)
 		}
@@ -156,7 +136,6 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 			return nil, context.Cause(ctx)
 		case <-time.After(sleep):
 		}
-		pause = min(pause*2, time.Second)
 	}
 }
 

@@ -1,13 +1,6 @@
 package main
 
-import (
-	"context"
-	"time"
-
-	"github.com/urfave/cli/v3"
-
-	"github.com/withlock/withlock/locks"
-)
+import "github.com/urfave/cli/v3"
 
 // semFlags are run's flags for semaphores and shared locks (SPEC §6).
 func semFlags() []cli.Flag {
@@ -26,31 +19,4 @@ func checkSlotFlags(c *cli.Command) error {
 		return usageError("run: --max %d: must be at least 1", c.Int("max"))
 	}
 	return nil
-}
-
-// slotBackend takes a slot of a semaphore (max ≥ 1) or a shared slot
-// (max 0) on the file backend.
-type slotBackend struct {
-	locker *locks.RunLocker
-	max    int
-}
-
-func (b slotBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
-	l, err := b.locker.AcquireSlot(ctx, runID, b.max, wait)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// fileBackendFor is the file backend the flags ask for: slots with --max
-// or --shared, else the exclusive run lock.
-func fileBackendFor(c *cli.Command, locker *locks.RunLocker) backend {
-	switch {
-	case c.IsSet("max"):
-		return slotBackend{locker, c.Int("max")}
-	case c.Bool("shared"):
-		return slotBackend{locker, 0}
-	}
-	return fileBackend{locker}
 }

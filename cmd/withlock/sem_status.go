@@ -83,14 +83,6 @@ func semaphores(ls []lockStatus, sizeOf func(runID string) (int, bool), waitersO
 	return out
 }
 
-// fileSemaphores is semaphores for the file backend's st.Locks.
-func fileSemaphores(locker *locks.RunLocker, st *statusReport) []semStatus {
-	return semaphores(st.Locks, func(runID string) (int, bool) {
-		mode, max, _, found, err := locker.SlotsOf(runID)
-		return max, err == nil && found && mode == locks.ModeMax
-	}, locker.WaitersOf)
-}
-
 // slotLabel is how the table names a lock: the run id, and its slot.
 func slotLabel(l lockStatus) string {
 	switch {

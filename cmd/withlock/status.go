@@ -33,13 +33,11 @@ Examples:
    withlock status nightly-backup
    withlock status --scopes
    withlock status --json | jq -r '.locks[] | select(.state == "stale") | .run_id'`,
-		Flags: append([]cli.Flag{
+		Flags: lockFlags([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document (fields: see README)"},
-			&cli.StringFlag{Name: "dir", Usage: dirUsage},
 			&cli.BoolFlag{Name: "scopes", Usage: "show only the scope registry, as a delegation tree"},
 			scopeFileFlag(),
-			backendFlag(),
-		}, etcdFlags()...),
+		}),
 		Action: statusAction,
 	}
 }
@@ -210,7 +208,10 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
 			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
-	st.Semaphores = fileSemaphores(locker, st)
+	st.Semaphores = semaphores(st.Locks, func(runID string) (int, bool) {
+		mode, max, _, found, err := locker.SlotsOf(runID)
+		return max, err == nil && found && mode == locks.ModeMax
+	}, locker.WaitersOf)
 	st.History = gatherHistory(locker.Dir, runIDs, st)
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
@@ -256,9 +257,7 @@ func gatherScopes(path string, st *statusReport) *scopeStatus {
 		st.Errors = append(st.Errors, err.Error())
 		return ss
 	}
-	if nodes != nil {
-		ss.Allocations = nodes
-	}
+	ss.Allocations = append(ss.Allocations, nodes...) // [] for none, never null
 	return ss
 }
 

@@ -37,9 +37,7 @@ type waitLine struct {
 	redraw  *time.Timer // nil until the first Update
 }
 
-func newWaitLine(runID string) *waitLine { return newWaitLineOn(os.Stderr, runID) }
-
-func newWaitLineOn(out *os.File, runID string) *waitLine {
+func newWaitLine(out *os.File, runID string) *waitLine {
 	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
@@ -87,8 +85,9 @@ func (w *waitLine) tick() {
 // be redrawn), clear to the end of the line.
 func (w *waitLine) drawLocked() {
 	text := locks.OneLine(w.text(time.Now()))
-	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 {
-		text = cutRunes(text, cols-1)
+	// At most cols-1 runes, a cut marked with "…".
+	if cols, _, err := term.GetSize(int(w.out.Fd())); err == nil && cols > 1 && utf8.RuneCountInString(text) > cols-1 {
+		text = string([]rune(text)[:cols-2]) + "…"
 	}
 	fmt.Fprint(w.out, "\r"+text+"\x1b[K")
 	w.drawn = true
@@ -119,15 +118,6 @@ func (w *waitLine) text(now time.Time) string {
 
 func roundSeconds(d time.Duration) time.Duration {
 	return max(d, 0).Round(time.Second)
-}
-
-// cutRunes shortens s to at most n runes, marking the cut with "…".
-func cutRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 func (w *waitLine) Write(p []byte) (int, error) {

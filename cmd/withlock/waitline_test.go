@@ -78,7 +78,7 @@ func TestWaitLineUpdatesAndClearsOnATerminal(t *testing.T) {
 	tty, out, closePty := capturePty(t)
 	defer closePty()
 
-	w := newWaitLineOn(tty, "job")
+	w := newWaitLine(tty, "job")
 	if !w.tty {
 		t.Fatal("a pty is not taken for a terminal")
 	}
@@ -111,7 +111,7 @@ func TestWaitLineFitsTheTerminal(t *testing.T) {
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: 24, Cols: 40}); err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLineOn(tty, "job")
+	w := newWaitLine(tty, "job")
 	w.Update(testHolder(), 0)
 	w.Done()
 	out.waitFor(t, "the cleared line", func(s string) bool { return strings.HasSuffix(s, "\r\x1b[K") })
@@ -128,7 +128,7 @@ func TestWaitLineSilentWhenNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	w := newWaitLineOn(wr, "job")
+	w := newWaitLine(wr, "job")
 	w.Update(testHolder(), time.Second)
 	w.Done()
 	wr.Close()
@@ -153,7 +153,7 @@ func TestWaitLineStaysOneLine(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tty, out, closePty := capturePty(t)
 	defer closePty()
-	w := newWaitLineOn(tty, "job")
+	w := newWaitLine(tty, "job")
 	h := testHolder()
 	h.Command = "sh -c sleep 5\n\techo done\x1b[2J"
 	w.Update(h, 0)
@@ -171,7 +171,7 @@ func TestWaitLineWriterClearsTheLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLineOn(out, "job")
+	w := newWaitLine(out, "job")
 	w.drawn = true
 	if _, err := w.Write([]byte("withlock: event\n")); err != nil {
 		t.Fatal(err)
