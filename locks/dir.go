@@ -123,9 +123,13 @@ func mkdirAll(fsys FS, dir string) error {
 	return err
 }
 
-// checkDirForRead is the check before listing a directory (status, gc):
+// checkReadDir is the check before reading a directory (status, gc):
 // root may read any user's directory; others as the run lock checks it.
-func checkDirForRead(dir string, fi fs.FileInfo) error {
+func checkReadDir(fsys FS, dir string) error {
+	fi, err := fsys.Lstat(dir)
+	if err != nil {
+		return err
+	}
 	if euid() == 0 {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return checkLockDir(dir, fi)

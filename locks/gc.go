@@ -31,7 +31,11 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 	var removed []Leftover
 	var errs []error
 	for _, l := range rep.Leftovers {
-		if !oldEnough(l, olderThan, now) || !r.mayCollect(l.Path) {
+		minAge := olderThan
+		if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
+			minAge = max(olderThan, MinTempAge)
+		}
+		if l.Age(now) < minAge || !r.mayCollect(l.Path) {
 			continue
 		}
 		if !dryRun {
@@ -68,11 +72,4 @@ func (r *RunLocker) removeLeftover(l Leftover) error {
 		return fs.ErrNotExist // it is a lock's now: not ours to report
 	}
 	return r.fsys().Remove(l.Path)
-}
-
-func oldEnough(l Leftover, olderThan time.Duration, now time.Time) bool {
-	if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
-		olderThan = max(olderThan, MinTempAge)
-	}
-	return l.Age(now) >= olderThan
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/internal/fsys"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // DefaultGuardBound is how long one state transition waits for the guard.
@@ -33,7 +35,7 @@ type RunLocker struct {
 	Dir        string
 	TTL        time.Duration
 	Command    string         // recorded in the payload for status and conflict messages
-	FS         FS             // nil means OSFS
+	FS         FS             // nil means the real one (fsys.OS)
 	GuardBound time.Duration  // 0 means DefaultGuardBound
 	Log        zerolog.Logger // events: reclaimed, renewed, released
 	// OnWait, when set, is called before each wait for a held lock with
@@ -82,14 +84,14 @@ func NewRunLocker(dir string, ttl time.Duration) (*RunLocker, error) {
 		Log:   zerolog.Nop(),
 		self:  self,
 		now:   time.Now,
-		live:  ProcessLiveness,
+		live:  proc.Live,
 		probe: probeTree,
 	}, nil
 }
 
 func (r *RunLocker) fsys() FS {
 	if r.FS == nil {
-		return OSFS{}
+		return fsys.OS{}
 	}
 	return r.FS
 }
@@ -237,10 +239,11 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
+	verb := "locked"
 	if e.Holder.Orphaned {
-		return fmt.Sprintf("run %q is held by %s", e.RunID, e.Holder.Describe(e.At))
+		verb = "held"
 	}
-	return fmt.Sprintf("run %q is locked by %s", e.RunID, e.Holder.Describe(e.At))
+	return fmt.Sprintf("run %q is %s by %s", e.RunID, verb, e.Holder.Describe(e.At))
 }
 
 func (e *HeldError) Unwrap() error { return ErrHeld }
@@ -258,12 +261,9 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
-	fsys := r.fsys()
-	shared, err := ensureLockDir(fsys, r.Dir)
-	if err != nil {
+	if err := r.prepareDir(); err != nil {
 		return nil, nil, err
 	}
-	r.shared = shared
 	files := r.files(runID)
 	lockPath := files.lock
 	// A live holder is reported without taking the guard: a lock file is
@@ -313,6 +313,16 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 		seen = v.payload.FencingToken
 	}
 	return r.create(runID, files, seen, hold)
+}
+
+// prepareDir makes the lock directory if it is missing, checks it
+// (ensureLockDir) and notes whether it is a shared one.
+func (r *RunLocker) prepareDir() error {
+	shared, err := ensureLockDir(r.fsys(), r.Dir)
+	if err == nil {
+		r.shared = shared
+	}
+	return err
 }
 
 // read takes one look at a lock file.
@@ -594,7 +604,7 @@ func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger
 	}
 	token := max(last+1, floor)
 	text := counterText(token)
-	if _, err := f.WriteAt(text[:], 0); err != nil {
+	if _, err := f.WriteAt(text, 0); err != nil {
 		return 0, err
 	}
 	if n > len(text) {
@@ -606,17 +616,9 @@ func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger
 }
 
 // counterText is the counter's form on disk: 20 digits, zero-padded, and a
-// newline (fmt's "%020d\n"; every uint64 fits). The fixed width lets a
-// rewrite in place never leave the tail of a longer old value behind.
-func counterText(token uint64) [21]byte {
-	var out [21]byte
-	for i := 19; i >= 0; i-- {
-		out[i] = byte('0' + token%10)
-		token /= 10
-	}
-	out[20] = '\n'
-	return out
-}
+// newline (every uint64 fits). The fixed width lets a rewrite in place never
+// leave the tail of a longer old value behind.
+func counterText(token uint64) []byte { return fmt.Appendf(nil, "%020d\n", token) }
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
 // 0: one attempt), in the one wait loop (wait.go). A holder on this host

@@ -257,6 +257,15 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	return nil
 }
 
+// slotNames are the base names of the lock files of runID's first n slots.
+func slotNames(runID string, mode SemMode, n int) []string {
+	names := make([]string, n)
+	for k := range names {
+		names[k] = Key(SlotRunID(runID, mode, k)) + ".lock"
+	}
+	return names
+}
+
 // heldSlots reads the slots the meta file names and returns their holders
 // (no guard needed: a lock file is only ever replaced whole).
 func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
@@ -283,11 +292,9 @@ func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
 // takes the lowest free slot. Busy is a result: the holders in the way are
 // returned (X's holder alone when it has X).
 func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*Holder, error) {
-	shared, err := ensureLockDir(r.fsys(), r.Dir) // a shared sticky dir works as for a run lock
-	if err != nil {
+	if err := r.prepareDir(); err != nil { // a shared sticky dir works as for a run lock
 		return nil, nil, err
 	}
-	r.shared = shared
 	files := r.files(runID)
 	g, err := r.lockGuard(files.guard)
 	if err != nil {
@@ -314,23 +321,10 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 	if err != nil {
 		return nil, nil, err
 	}
-	if healed {
-		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
-			Msg("corrupt semaphore meta file: rewritten from the slots still held")
-		if found && m.Mode == mode && m.Max <= max {
-			// The slots held fit this newcomer's N (or they are shared):
-			// its meta describes them. Shared keeps the slots' high-water
-			// mark, which an exclusive run reads to find every sharer.
-			m.Max = max
-			if mode == ModeMax {
-				m.Slots = max
-			}
-			if err := r.writeMeta(runID, m); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	if found && (m.Mode != mode || m.Max != max) {
+	// A rebuilt meta's max is the least N that fits the slots held: any
+	// larger N of the same mode fits them too.
+	fits := m.Mode == mode && (m.Max == max || healed && m.Max < max)
+	if found && !fits {
 		held, err := r.heldSlots(runID, m)
 		if err != nil {
 			return nil, nil, err
@@ -340,7 +334,16 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		}
 		found = false
 	}
-	if !found {
+	if healed {
+		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
+			Msg("corrupt semaphore meta file: rewritten from the slots still held")
+	}
+	if !found || healed {
+		if found && m.Slots > want.Slots {
+			// Shared keeps the slots' high-water mark, which an exclusive
+			// run reads to find every sharer.
+			want.Slots = m.Slots
+		}
 		m = want
 		if err := r.writeMeta(runID, m); err != nil {
 			return nil, nil, err
@@ -417,9 +420,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 	}()
 	names := []string{Key(runID) + ".lock"}
 	if mode == ModeMax {
-		for k := 0; k < max; k++ {
-			names = append(names, Key(SlotRunID(runID, mode, k))+".lock")
-		}
+		names = append(names, slotNames(runID, mode, max)...)
 	}
 	var lock *SlotLock
 	err := r.loop(ctx, waitFor{
@@ -474,15 +475,11 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 	if !found || failpoint.On(failpoint.BrokenSlots) {
 		return nil
 	}
-	names := make([]string, 0, m.Slots)
-	for k := 0; k < m.Slots; k++ {
-		names = append(names, Key(SlotRunID(l.RunID, m.Mode, k))+".lock")
-	}
 	return r.loop(ctx, waitFor{
 		runID: l.RunID,
 		start: start,
 		wait:  wait,
-		names: names,
+		names: slotNames(l.RunID, m.Mode, m.Slots),
 		renew: l,
 		try: func() (bool, []*Holder, error) {
 			held, err := r.heldSlots(l.RunID, m)
