@@ -41,25 +41,18 @@ func DefaultDir() string {
 // A TTL outside MinTTL … MaxTTL is an *InvalidError (ErrInvalid).
 func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, error) {
 	if flag != 0 {
-		if err := CheckTTL("--ttl "+flag.String(), flag); err != nil {
-			return 0, err
-		}
-		return flag, nil
+		return checkTTL("--ttl "+flag.String(), flag)
 	}
 	if v := getenv("WITHLOCK_TTL"); v != "" {
 		what := "WITHLOCK_TTL=" + strconv.Quote(v)
-		d, err := time.ParseDuration(v)
+		if d, err := time.ParseDuration(v); err == nil {
+			return checkTTL(what, d)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			n, nerr := strconv.ParseInt(v, 10, 64)
-			if nerr != nil {
-				return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
-			}
-			return checkTTLSeconds(what, n)
+			return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
 		}
-		if err := CheckTTL(what, d); err != nil {
-			return 0, err
-		}
-		return d, nil
+		return checkTTLSeconds(what, n)
 	}
 	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
 		what := "NEXUSCORE_RUN_LOCK_TTL_SECONDS=" + strconv.Quote(v)

@@ -197,17 +197,16 @@ func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
 		h.FindPids()
 		info.Orphaned, info.Pids, info.PidsKnown = true, h.Pids, h.PidsKnown
 	}
-	switch {
-	case v.parseErr != nil && info.StaleReason == NotStale:
-		info.State, info.Err = StateTorn, v.parseErr
-		return info
-	case v.parseErr != nil:
-		info.State, info.Err = StateStale, v.parseErr
-		return info
-	case info.StaleReason != NotStale:
+	info.State = StateHeld
+	if info.StaleReason != NotStale {
 		info.State = StateStale
-	default:
-		info.State = StateHeld
+	}
+	if v.parseErr != nil {
+		if info.State == StateHeld {
+			info.State = StateTorn
+		}
+		info.Err = v.parseErr
+		return info
 	}
 	info.Liveness = r.holderLiveness(v.payload)
 	return info

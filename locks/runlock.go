@@ -672,22 +672,20 @@ const maxFaults = 4
 // other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
-	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch) {
+	switch {
+	case errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch):
 		return err, true
-	}
-	if errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
-	}
-	if errors.Is(err, ErrGuardBusy) {
-		if left <= 0 {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	case errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted):
+	case errors.Is(err, ErrGuardBusy):
+		if left > 0 {
+			return nil, false
 		}
-		return nil, false
+	default:
+		*faults++
+		r.Log.Debug().Err(err).Int("attempt", *faults).Str("run_id", runID).Msg("lock attempt failed")
+		if *faults < maxFaults {
+			return nil, false
+		}
 	}
-	*faults++
-	r.Log.Debug().Err(err).Int("attempt", *faults).Str("run_id", runID).Msg("lock attempt failed")
-	if *faults >= maxFaults {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
-	}
-	return nil, false
+	return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 }

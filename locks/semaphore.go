@@ -173,18 +173,14 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 	}
 	var m semMeta
 	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
-		return semMeta{}, false, &corruptMetaError{path: path, runID: runID}
+		return semMeta{}, false, fmt.Errorf("%w: %s (remove it once no holder of run %q runs)", errCorruptMeta, path, runID)
 	}
 	return m, true, nil
 }
 
-// corruptMetaError is a meta file that does not parse (garbage written
-// by hand, a torn copy restored from a backup).
-type corruptMetaError struct{ path, runID string }
-
-func (e *corruptMetaError) Error() string {
-	return fmt.Sprintf("semaphore meta file %s is corrupt (remove it once no holder of run %q runs)", e.path, e.runID)
-}
+// errCorruptMeta is a meta file that does not parse (garbage written by
+// hand, a torn copy restored from a backup).
+var errCorruptMeta = errors.New("semaphore meta file is corrupt")
 
 // readOrRecoverMeta is readMeta that heals a corrupt meta file instead of
 // failing on it for ever: the slots still held are found by their own
@@ -195,8 +191,7 @@ func (e *corruptMetaError) Error() string {
 // runID's guard the caller then writes the meta again.
 func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bool, err error) {
 	m, found, err = r.readMeta(runID)
-	var corrupt *corruptMetaError
-	if !errors.As(err, &corrupt) {
+	if !errors.Is(err, errCorruptMeta) {
 		return m, found, false, err
 	}
 	entries, lerr := readLockDir(r.fsys(), r.Dir)
@@ -245,10 +240,19 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp." + randomID()
+	return r.replaceFile(path, path+".tmp."+randomID(), append(data, '\n'), "")
+}
+
+// replaceFile writes data to the new file tmp and renames it over path,
+// so that path never shows a half-written file; point, unless "", marks
+// the moment between the two (at).
+func (r *RunLocker) replaceFile(path, tmp string, data []byte, point string) error {
 	fsys := r.fsys()
-	if err := fsys.WriteNew(tmp, append(data, '\n'), r.lockMode()); err != nil {
+	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
 		return err
+	}
+	if point != "" {
+		r.at(point)
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		fsys.Remove(tmp)

@@ -86,7 +86,9 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 			// parent-death signal is in flight and the tree may be
 			// ending. Give it orphanGrace before calling it a conflict.
 			graced = true
-			graceTree(ctx, h.TreeFile)
+			grace, cancel := context.WithTimeout(ctx, orphanGrace)
+			waitTreeEnd(grace, h.TreeFile)
+			cancel()
 			continue
 		}
 		if left <= 0 {
@@ -166,21 +168,6 @@ func orphaned(held []*Holder) *Holder {
 		}
 	}
 	return nil
-}
-
-// graceTree waits up to orphanGrace for the tree file's flock to be let go.
-func graceTree(ctx context.Context, treeFile string) {
-	ended := awaitTreeEnd(treeFile)
-	if ended == nil {
-		return
-	}
-	t := time.NewTimer(orphanGrace)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // treeWatch turns the end of any of the holders' command trees into a
