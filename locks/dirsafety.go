@@ -115,16 +115,6 @@ func (e *NotOursError) Error() string {
 
 func (e *NotOursError) Unwrap() error { return ErrNotOurs }
 
-// checkOwnedFile is checkOwned on an open file (fstat: the file opened is
-// the file checked).
-func checkOwnedFile(what string, f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return checkOwned(what, f.Name(), fi)
-}
-
 func ownerOf(fi fs.FileInfo) string {
 	uid, ok := ownerUID(fi)
 	if !ok {

@@ -548,7 +548,11 @@ func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (u
 		}
 		return 0, nil, err
 	}
-	if err := checkOwnedFile("fence file", f); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkOwned("fence file", path, fi)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)

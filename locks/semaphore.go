@@ -155,7 +155,7 @@ func (m semMeta) flag() string {
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
-// readOrRecoverMeta rebuilds it, without writing it back (status and break
+// readOrRecoverMeta rebuilds it from the slots held, without writing it back (status and break
 // must see the slots still held; max is then the least N that fits them).
 func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
 	m, found, _, err := r.readOrRecoverMeta(runID)
@@ -199,7 +199,6 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 		return semMeta{}, false, false, fmt.Errorf("%w; listing %s to recover it: %w", err, r.Dir, lerr)
 	}
 	m = semMeta{RunID: runID}
-	held := 0
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".lock") {
 			continue
@@ -210,11 +209,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 			continue
 		}
 		base, mode, k, ok := ParseSlotRunID(v.payload.RunID)
-		if !ok || base != runID || path != r.LockPath(v.payload.RunID) {
-			continue
-		}
-		verdict := r.judge(v)
-		if !verdict.Held() {
+		if !ok || base != runID || path != r.LockPath(v.payload.RunID) || !r.judge(v).Held() {
 			continue
 		}
 		if m.Mode != "" && m.Mode != mode {
@@ -223,9 +218,8 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 		}
 		m.Mode = mode
 		m.Slots = max(m.Slots, k+1)
-		held++
 	}
-	if held == 0 {
+	if m.Mode == "" { // no slot held
 		return semMeta{}, false, true, nil
 	}
 	if m.Mode == ModeMax {
@@ -451,8 +445,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 		},
 		heldError: func(held []*Holder, now time.Time) error {
 			if mode == ModeShared || (len(held) == 1 && held[0].RunID == runID) {
-				held[0].FindPids()
-				return &HeldError{RunID: runID, Holder: *held[0], At: now}
+				return nil // a *HeldError naming the one in the way
 			}
 			out := make([]Holder, len(held))
 			for i, h := range held {

@@ -24,8 +24,8 @@ type waitFor struct {
 	queue func(held []*Holder) (q *holdRequest, inQueue, again bool)
 	// renew, when set, is a lock kept alive while the wait lasts.
 	renew *Lock
-	// heldError is the error of a wait that ran out; nil: a *HeldError
-	// naming the first holder.
+	// heldError is the error of a wait that ran out; nil (or a nil
+	// error): a *HeldError naming the first holder.
 	heldError func(held []*Holder, now time.Time) error
 }
 
@@ -93,7 +93,9 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 		}
 		if left <= 0 {
 			if f.heldError != nil {
-				return f.heldError(held, now)
+				if err := f.heldError(held, now); err != nil {
+					return err
+				}
 			}
 			held[0].FindPids()
 			return &HeldError{RunID: f.runID, Holder: *held[0], At: now}
