@@ -101,19 +101,17 @@ func lstatOrCreate(fsys FS, dir string) (fs.FileInfo, error) {
 }
 
 func mkdirAll(fsys FS, dir string) error {
-	parent := filepath.Dir(dir)
-	if parent != dir {
+	if parent := filepath.Dir(dir); parent != dir {
 		if _, err := fsys.Lstat(parent); errors.Is(err, fs.ErrNotExist) {
 			if err := mkdirAll(fsys, parent); err != nil {
 				return err
 			}
 		}
 	}
-	err := fsys.Mkdir(dir, 0o700)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
+	if err := fsys.Mkdir(dir, 0o700); !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	return err
+	return nil
 }
 
 // checkReadDir is the check before reading a directory (status, gc):

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"time"
+
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // DefaultGCAge is how old a leftover must be before gc removes it.
@@ -35,7 +37,15 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 		if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
 			minAge = max(olderThan, MinTempAge)
 		}
-		if l.Age(now) < minAge || !r.mayCollect(l.Path) {
+		if l.Age(now) < minAge {
+			continue
+		}
+		// Only our own leftovers (root: anyone's): in a shared dir another
+		// user's are theirs to collect — the sticky bit would refuse their
+		// removal, and a dry run would list what it cannot remove. One
+		// gone already is for removeLeftover to find so.
+		if fi, err := r.fsys().Lstat(l.Path); err == nil && checkOwned("leftover", l.Path, fi) != nil &&
+			!failpoint.On(failpoint.CollectAnyOwner) {
 			continue
 		}
 		if !dryRun {

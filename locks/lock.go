@@ -51,8 +51,9 @@ func (l *Lock) Payload() Payload {
 	return l.payload
 }
 
-// Env is what the child is told about the lock it runs under.
-// It may be called while the heartbeat renews the lock.
+// Env is what the child is told about the lock it runs under, the run id
+// first (SlotLock.Env replaces it). It may be called while the heartbeat
+// renews the lock.
 func (l *Lock) Env() []string {
 	p := l.Payload()
 	return []string{

@@ -82,11 +82,7 @@ type SlotLock struct {
 // say what is held. The lock file and fencing token are the slot's own.
 func (l *SlotLock) Env() []string {
 	env := l.Lock.Env()
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
-			env[i] = "WITHLOCK_RUN_ID=" + l.Base
-		}
-	}
+	env[0] = "WITHLOCK_RUN_ID=" + l.Base // Lock.Env names the run id first
 	if l.Mode == ModeShared {
 		return append(env, "WITHLOCK_SHARED=1", "WITHLOCK_SLOT="+strconv.Itoa(l.Slot))
 	}
