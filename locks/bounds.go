@@ -55,13 +55,17 @@ func checkTTLSeconds(what string, n int64) (time.Duration, error) {
 }
 
 // CheckRunID refuses an empty run id and one longer than MaxRunIDLen bytes.
-func CheckRunID(runID string) error {
+func CheckRunID(runID string) error { return checkRunID(runID, MaxRunIDLen, "") }
+
+// checkRunID refuses an empty run id and one longer than limit bytes; why
+// says what needs the limit, if not SPEC §3.
+func checkRunID(runID string, limit int, why string) error {
 	switch {
 	case runID == "":
 		return &InvalidError{What: "run id", Reason: "empty"}
-	case len(runID) > MaxRunIDLen:
+	case len(runID) > limit:
 		return &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
-			Reason: fmt.Sprintf("longer than %d bytes", MaxRunIDLen)}
+			Reason: fmt.Sprintf("longer than %d bytes%s", limit, why)}
 	}
 	return nil
 }

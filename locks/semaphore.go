@@ -387,15 +387,12 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	if err := CheckRunID(runID); err != nil {
+	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, maxSharedSlots))
+	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
 		return nil, err
 	}
 	if strings.Contains(runID, "\x00") {
 		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
-	}
-	if len(SlotRunID(runID, ModeShared, maxSharedSlots)) > MaxRunIDLen {
-		return nil, &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
-			Reason: fmt.Sprintf("longer than %d bytes, which a slot's run id needs", MaxRunIDLen-len(SlotRunID("", ModeShared, maxSharedSlots)))}
 	}
 	if max < 0 || max > maxSharedSlots {
 		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", maxSharedSlots)}
