@@ -174,7 +174,13 @@ func (r *RunLocker) AwaitTreeEnd(ctx context.Context, h *Holder) error {
 	if h.TreeFile == "" {
 		return nil
 	}
-	ended := awaitTreeEnd(h.TreeFile)
+	return waitTreeEnd(ctx, h.TreeFile)
+}
+
+// waitTreeEnd waits until nothing holds the tree file at path, or ctx ends
+// (its cause is returned).
+func waitTreeEnd(ctx context.Context, path string) error {
+	ended := awaitTreeEnd(path)
 	if ended == nil {
 		return nil // gone, or not ours to open: nothing to wait on
 	}

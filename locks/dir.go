@@ -41,25 +41,18 @@ func DefaultDir() string {
 // A TTL outside MinTTL … MaxTTL is an *InvalidError (ErrInvalid).
 func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, error) {
 	if flag != 0 {
-		if err := CheckTTL("--ttl "+flag.String(), flag); err != nil {
-			return 0, err
-		}
-		return flag, nil
+		return checkTTL("--ttl "+flag.String(), flag)
 	}
 	if v := getenv("WITHLOCK_TTL"); v != "" {
 		what := "WITHLOCK_TTL=" + strconv.Quote(v)
-		d, err := time.ParseDuration(v)
+		if d, err := time.ParseDuration(v); err == nil {
+			return checkTTL(what, d)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			n, nerr := strconv.ParseInt(v, 10, 64)
-			if nerr != nil {
-				return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
-			}
-			return checkTTLSeconds(what, n)
+			return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
 		}
-		if err := CheckTTL(what, d); err != nil {
-			return 0, err
-		}
-		return d, nil
+		return checkTTLSeconds(what, n)
 	}
 	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
 		what := "NEXUSCORE_RUN_LOCK_TTL_SECONDS=" + strconv.Quote(v)
@@ -108,24 +101,26 @@ func lstatOrCreate(fsys FS, dir string) (fs.FileInfo, error) {
 }
 
 func mkdirAll(fsys FS, dir string) error {
-	parent := filepath.Dir(dir)
-	if parent != dir {
+	if parent := filepath.Dir(dir); parent != dir {
 		if _, err := fsys.Lstat(parent); errors.Is(err, fs.ErrNotExist) {
 			if err := mkdirAll(fsys, parent); err != nil {
 				return err
 			}
 		}
 	}
-	err := fsys.Mkdir(dir, 0o700)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
+	if err := fsys.Mkdir(dir, 0o700); !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	return err
+	return nil
 }
 
-// checkDirForRead is the check before listing a directory (status, gc):
+// checkReadDir is the check before reading a directory (status, gc):
 // root may read any user's directory; others as the run lock checks it.
-func checkDirForRead(dir string, fi fs.FileInfo) error {
+func checkReadDir(fsys FS, dir string) error {
+	fi, err := fsys.Lstat(dir)
+	if err != nil {
+		return err
+	}
 	if euid() == 0 {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return checkLockDir(dir, fi)

@@ -122,10 +122,10 @@ func TestEnsureDirPrivateOnly(t *testing.T) {
 		t.Skip("needs root for a root-owned shared dir")
 	}
 	shared := mkdirMode(t, filepath.Join(t.TempDir(), "shared"), 0o777|os.ModeSticky, 0)
-	if err := EnsureDir(OSFS{}, shared); !errors.Is(err, ErrUnsafeDir) {
+	if err := EnsureDir(osFS{}, shared); !errors.Is(err, ErrUnsafeDir) {
 		t.Errorf("EnsureDir(shared) = %v, want ErrUnsafeDir", err)
 	}
-	if _, err := ensureLockDir(OSFS{}, shared); err != nil {
+	if _, err := ensureLockDir(osFS{}, shared); err != nil {
 		t.Errorf("ensureLockDir(shared) = %v", err)
 	}
 }

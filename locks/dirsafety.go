@@ -9,8 +9,6 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
-
-	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // euid is the effective user id, asked of the kernel once: withlock never
@@ -115,16 +113,6 @@ func (e *NotOursError) Error() string {
 
 func (e *NotOursError) Unwrap() error { return ErrNotOurs }
 
-// checkOwnedFile is checkOwned on an open file (fstat: the file opened is
-// the file checked).
-func checkOwnedFile(what string, f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return checkOwned(what, f.Name(), fi)
-}
-
 func ownerOf(fi fs.FileInfo) string {
 	uid, ok := ownerUID(fi)
 	if !ok {
@@ -188,17 +176,6 @@ func (r *RunLocker) mayReclaim(runID, lockPath string, v lockView, reason StaleR
 	return nil
 }
 
-// foreignOwner names the owner of a lock file that is not ours, else "".
-func foreignOwner(fi fs.FileInfo) string {
-	if fi == nil {
-		return ""
-	}
-	if uid, ok := ownerUID(fi); ok && uid != euid() {
-		return userText(uid)
-	}
-	return ""
-}
-
 // foreignGuard checks an open guard file: another user's is refused
 // (checkOwned), unless we are root; for root it returns the refusal that
 // applies once waiting on it runs past its bound — a guard held that long
@@ -242,17 +219,4 @@ func explainDenied(fsys FS, what, path string, err error) error {
 		}
 	}
 	return err
-}
-
-// mayCollect: gc removes only leftovers that are ours (or, for root,
-// anyone's). In a shared dir another user's are theirs to collect: the
-// sticky bit would refuse their removal (EPERM, a failed gc), and a dry run
-// would list what it cannot remove. A leftover gone already is for
-// removeLeftover to find so.
-func (r *RunLocker) mayCollect(path string) bool {
-	if failpoint.On(failpoint.CollectAnyOwner) {
-		return true
-	}
-	fi, err := r.fsys().Lstat(path)
-	return err != nil || checkOwned("leftover", path, fi) == nil
 }

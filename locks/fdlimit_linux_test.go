@@ -102,7 +102,7 @@ func TestReserveChild(t *testing.T) {
 // fence file with ENOSPC, as a process out of descriptors or a full
 // filesystem would.
 type emfileFS struct {
-	OSFS
+	osFS
 	guard, counter, read error
 }
 
@@ -110,21 +110,21 @@ func (f *emfileFS) OpenGuard(p string) (*os.File, error) {
 	if f.guard != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: f.guard}
 	}
-	return f.OSFS.OpenGuard(p)
+	return f.osFS.OpenGuard(p)
 }
 
 func (f *emfileFS) OpenCounter(p string) (*os.File, error) {
 	if f.counter != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: f.counter}
 	}
-	return f.OSFS.OpenCounter(p)
+	return f.osFS.OpenCounter(p)
 }
 
 func (f *emfileFS) ReadLockFile(p string, limit int64) ([]byte, fs.FileInfo, error) {
 	if f.read != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: p, Err: f.read}
 	}
-	return f.OSFS.ReadLockFile(p, limit)
+	return f.osFS.ReadLockFile(p, limit)
 }
 
 // Scarce resources before the command: a bounded 73-class error naming the

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"time"
+
+	"github.com/withlock/withlock/internal/failpoint"
 )
 
 // DefaultGCAge is how old a leftover must be before gc removes it.
@@ -31,7 +33,19 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 	var removed []Leftover
 	var errs []error
 	for _, l := range rep.Leftovers {
-		if !oldEnough(l, olderThan, now) || !r.mayCollect(l.Path) {
+		minAge := olderThan
+		if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
+			minAge = max(olderThan, MinTempAge)
+		}
+		if l.Age(now) < minAge {
+			continue
+		}
+		// Only our own leftovers (root: anyone's): in a shared dir another
+		// user's are theirs to collect — the sticky bit would refuse their
+		// removal, and a dry run would list what it cannot remove. One
+		// gone already is for removeLeftover to find so.
+		if fi, err := r.fsys().Lstat(l.Path); err == nil && checkOwned("leftover", l.Path, fi) != nil &&
+			!failpoint.On(failpoint.CollectAnyOwner) {
 			continue
 		}
 		if !dryRun {
@@ -68,11 +82,4 @@ func (r *RunLocker) removeLeftover(l Leftover) error {
 		return fs.ErrNotExist // it is a lock's now: not ours to report
 	}
 	return r.fsys().Remove(l.Path)
-}
-
-func oldEnough(l Leftover, olderThan time.Duration, now time.Time) bool {
-	if l.Kind == LeftoverTemp || l.Kind == LeftoverTree {
-		olderThan = max(olderThan, MinTempAge)
-	}
-	return l.Age(now) >= olderThan
 }

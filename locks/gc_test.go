@@ -84,11 +84,11 @@ func TestCollectGarbageMissingDir(t *testing.T) {
 
 // goneFS removes a file just before the locker does: another gc got there
 // first.
-type goneFS struct{ OSFS }
+type goneFS struct{ osFS }
 
 func (f goneFS) Remove(p string) error {
 	os.Remove(p)
-	return f.OSFS.Remove(p)
+	return f.osFS.Remove(p)
 }
 
 // TestCollectGarbageReportsOnlyWhatItRemoved: a leftover that vanished

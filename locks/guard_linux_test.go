@@ -39,7 +39,7 @@ func TestGuardGrantedOnRelease(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		g, err := lockGuard(OSFS{}, path, time.Minute)
+		g, err := lockGuard(osFS{}, path, time.Minute)
 		got <- result{g, err}
 	}()
 	testwait.For(t, 10*time.Second, "lockGuard blocked in flock on the guard", func() bool {
@@ -100,14 +100,14 @@ func blockedFlocks(t *testing.T, path string) int {
 func TestGuardBoundedAndAbandonedWaitReleases(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.guard")
 	holder := holdGuard(t, path)
-	_, err := lockGuard(OSFS{}, path, 100*time.Millisecond)
+	_, err := lockGuard(osFS{}, path, 100*time.Millisecond)
 	if !errors.Is(err, ErrGuardBusy) {
 		t.Fatalf("lockGuard on a guard held throughout: %v, want ErrGuardBusy", err)
 	}
 	holder.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		g, err := lockGuard(OSFS{}, path, 100*time.Millisecond)
+		g, err := lockGuard(osFS{}, path, 100*time.Millisecond)
 		if err == nil {
 			unlockGuard(g)
 			return

@@ -63,11 +63,6 @@ const (
 	Reused = proc.Reused
 )
 
-// ProcessLiveness judges pid on this host: dead (gone or a zombie), pid
-// reused (another start time), or alive (EPERM and "cannot tell" count as
-// alive: nothing is reclaimed on a guess).
-func ProcessLiveness(pid int, start uint64) Liveness { return proc.Live(pid, start) }
-
 // ProcessStartTime returns field 22 of /proc/<pid>/stat: the start time in
 // clock ticks since boot.
 func ProcessStartTime(pid int) (uint64, error) { return proc.StartTime(pid) }

@@ -6,12 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -87,16 +84,14 @@ type DirReport struct {
 	Leftovers []Leftover
 }
 
-// The name patterns compile on first use: a package-level MustCompile
-// would cost every `withlock run` start-up time for a status-only need.
-var (
-	runLockName = lazyRegexp(`^([0-9a-f]{64})\.lock$`)
-	staleName   = lazyRegexp(`^([0-9a-f]{64})\.lock\.stale\.([0-9]+)(\.[0-9]+)?$`)
-	keyPrefix   = lazyRegexp(`^([0-9a-f]{64})\.`)
-)
-
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+// keyOf is the key a file name in the lock directory starts with
+// (64 lower-case hex digits and a dot), else "".
+func keyOf(name string) string {
+	key, _, ok := strings.Cut(name, ".")
+	if !ok || len(key) != 64 || strings.Trim(key, "0123456789abcdef") != "" {
+		return ""
+	}
+	return key
 }
 
 // Inspect lists the run locks and leftovers in the locker's directory. An
@@ -116,8 +111,8 @@ func (r *RunLocker) Inspect() (*DirReport, error) {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(r.Dir, name)
-		if m := runLockName().FindStringSubmatch(name); m != nil {
-			rep.Locks = append(rep.Locks, r.inspectLock(path, m[1], now))
+		if key := keyOf(name); key != "" && name == key+".lock" {
+			rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
 			continue
 		}
 		if kind, ok := leftoverKind(name); ok {
@@ -149,15 +144,12 @@ func (rep *DirReport) dropLiveTrees() {
 // (Inspect, `withlock gc`). A run id without a lock file is not in Locks.
 func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
-	fi, err := r.fsys().Lstat(r.Dir)
+	err := checkReadDir(r.fsys(), r.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.Missing = true
 		return rep, nil
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDirForRead(r.Dir, fi); err != nil {
 		return nil, err
 	}
 	now := r.now()
@@ -180,19 +172,10 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 // readLockDir checks the directory as the run lock does (no symlink, not
 // world-writable, ours or root's) and lists it in name order.
 func readLockDir(fsys FS, dir string) ([]fs.DirEntry, error) {
-	fi, err := fsys.Lstat(dir)
-	if err != nil {
+	if err := checkReadDir(fsys, dir); err != nil {
 		return nil, err
 	}
-	if err := checkDirForRead(dir, fi); err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	return entries, nil
+	return os.ReadDir(dir) // sorted by name
 }
 
 // inspectLock reads one lock file and judges it by the stale rules.
@@ -214,17 +197,16 @@ func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
 		h.FindPids()
 		info.Orphaned, info.Pids, info.PidsKnown = true, h.Pids, h.PidsKnown
 	}
-	switch {
-	case v.parseErr != nil && info.StaleReason == NotStale:
-		info.State, info.Err = StateTorn, v.parseErr
-		return info
-	case v.parseErr != nil:
-		info.State, info.Err = StateStale, v.parseErr
-		return info
-	case info.StaleReason != NotStale:
+	info.State = StateHeld
+	if info.StaleReason != NotStale {
 		info.State = StateStale
-	default:
-		info.State = StateHeld
+	}
+	if v.parseErr != nil {
+		if info.State == StateHeld {
+			info.State = StateTorn
+		}
+		info.Err = v.parseErr
+		return info
 	}
 	info.Liveness = r.holderLiveness(v.payload)
 	return info
@@ -268,20 +250,17 @@ func leftoverKind(name string) (LeftoverKind, bool) {
 // run id it held and when it was moved (the timestamp in its name).
 func (r *RunLocker) inspectLeftover(path string, kind LeftoverKind) Leftover {
 	name := filepath.Base(path)
-	l := Leftover{Path: path, Kind: kind}
-	if m := keyPrefix().FindStringSubmatch(name); m != nil {
-		l.Key = m[1]
-	}
+	l := Leftover{Path: path, Kind: kind, Key: keyOf(name)}
 	if fi, err := r.fsys().Lstat(path); err == nil {
 		l.Since, l.Size = fi.ModTime(), fi.Size()
 	}
 	if kind != LeftoverStale {
 		return l
 	}
-	if m := staleName().FindStringSubmatch(name); m != nil {
-		if ts, err := strconv.ParseInt(m[2], 10, 64); err == nil {
-			l.Since = time.Unix(ts, 0)
-		}
+	// <key>.lock.stale.<unix-ts>[.n]
+	ts, _, _ := strings.Cut(strings.TrimPrefix(name, l.Key+".lock.stale."), ".")
+	if n, err := strconv.ParseInt(ts, 10, 64); err == nil && l.Key != "" {
+		l.Since = time.Unix(n, 0)
 	}
 	if v, err := r.read(path); err == nil && v.parseErr == nil {
 		l.RunID = v.payload.RunID

@@ -51,8 +51,9 @@ func (l *Lock) Payload() Payload {
 	return l.payload
 }
 
-// Env is what the child is told about the lock it runs under.
-// It may be called while the heartbeat renews the lock.
+// Env is what the child is told about the lock it runs under, the run id
+// first (SlotLock.Env replaces it). It may be called while the heartbeat
+// renews the lock.
 func (l *Lock) Env() []string {
 	p := l.Payload()
 	return []string{
@@ -81,13 +82,12 @@ func (l *Lock) verifyOwned() error {
 		// parse it.
 		return nil
 	}
-	var v lockView
-	v.payload, v.parseErr = ParsePayload(data)
-	if v.parseErr != nil {
+	p, err := ParsePayload(data)
+	if err != nil {
 		return fmt.Errorf("%w: %s was replaced by an unreadable file", ErrLost, l.Path)
 	}
-	if v.payload.LockID != l.payload.LockID && !failpoint.On(failpoint.BrokenLockID) {
-		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, v.payload.Pid, v.payload.LockID)
+	if p.LockID != l.payload.LockID && !failpoint.On(failpoint.BrokenLockID) {
+		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, p.Pid, p.LockID)
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (l *Lock) whileOwned(point string, change func(FS) error) error {
 // Renew pushes expires_at to now+TTL, atomically (temp file renamed over the
 // lock), under the guard and only while the file is still ours.
 func (l *Lock) Renew() error {
-	return l.whileOwned("renew:verified", func(fsys FS) error {
+	return l.whileOwned("renew:verified", func(FS) error {
 		r := l.r
 		p := l.payload
 		p.ExpiresAt = epochSeconds(r.now().Add(r.TTL))
@@ -123,12 +123,7 @@ func (l *Lock) Renew() error {
 		if err != nil {
 			return err
 		}
-		if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
-			return err
-		}
-		r.at("renew:after-temp")
-		if err := fsys.Rename(tmp, l.Path); err != nil {
-			fsys.Remove(tmp)
+		if err := r.replaceFile(l.Path, tmp, enc, "renew:after-temp"); err != nil {
 			return err
 		}
 		l.payload, l.written = p, enc

@@ -19,6 +19,3 @@ func inode(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
-
-// oNoFollow is O_NOFOLLOW, for the scope registry's own opens.
-const oNoFollow = syscall.O_NOFOLLOW

@@ -18,6 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/internal/fsys"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // DefaultGuardBound is how long one state transition waits for the guard.
@@ -33,7 +35,7 @@ type RunLocker struct {
 	Dir        string
 	TTL        time.Duration
 	Command    string         // recorded in the payload for status and conflict messages
-	FS         FS             // nil means OSFS
+	FS         FS             // nil means the real one (fsys.OS)
 	GuardBound time.Duration  // 0 means DefaultGuardBound
 	Log        zerolog.Logger // events: reclaimed, renewed, released
 	// OnWait, when set, is called before each wait for a held lock with
@@ -82,14 +84,14 @@ func NewRunLocker(dir string, ttl time.Duration) (*RunLocker, error) {
 		Log:   zerolog.Nop(),
 		self:  self,
 		now:   time.Now,
-		live:  ProcessLiveness,
+		live:  proc.Live,
 		probe: probeTree,
 	}, nil
 }
 
 func (r *RunLocker) fsys() FS {
 	if r.FS == nil {
-		return OSFS{}
+		return fsys.OS{}
 	}
 	return r.FS
 }
@@ -237,10 +239,11 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
+	verb := "locked"
 	if e.Holder.Orphaned {
-		return fmt.Sprintf("run %q is held by %s", e.RunID, e.Holder.Describe(e.At))
+		verb = "held"
 	}
-	return fmt.Sprintf("run %q is locked by %s", e.RunID, e.Holder.Describe(e.At))
+	return fmt.Sprintf("run %q is %s by %s", e.RunID, verb, e.Holder.Describe(e.At))
 }
 
 func (e *HeldError) Unwrap() error { return ErrHeld }
@@ -258,12 +261,9 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
-	fsys := r.fsys()
-	shared, err := ensureLockDir(fsys, r.Dir)
-	if err != nil {
+	if err := r.prepareDir(); err != nil {
 		return nil, nil, err
 	}
-	r.shared = shared
 	files := r.files(runID)
 	lockPath := files.lock
 	// A live holder is reported without taking the guard: a lock file is
@@ -315,6 +315,16 @@ func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder,
 	return r.create(runID, files, seen, hold)
 }
 
+// prepareDir makes the lock directory if it is missing, checks it
+// (ensureLockDir) and notes whether it is a shared one.
+func (r *RunLocker) prepareDir() error {
+	shared, err := ensureLockDir(r.fsys(), r.Dir)
+	if err == nil {
+		r.shared = shared
+	}
+	return err
+}
+
 // read takes one look at a lock file.
 func (r *RunLocker) read(path string) (lockView, error) {
 	data, fi, err := r.fsys().ReadLockFile(path, MaxPayload)
@@ -327,7 +337,12 @@ func (r *RunLocker) read(path string) (lockView, error) {
 }
 
 func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
-	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime, Owner: foreignOwner(v.fi)}
+	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
+	if v.fi != nil {
+		if uid, ok := ownerUID(v.fi); ok && uid != euid() {
+			h.Owner = userText(uid)
+		}
+	}
 	if v.parseErr != nil {
 		h.Torn = true
 		h.RecheckAt = v.modTime.Add(TornGrace)
@@ -538,7 +553,11 @@ func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (u
 		}
 		return 0, nil, err
 	}
-	if err := checkOwnedFile("fence file", f); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkOwned("fence file", path, fi)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)
@@ -594,7 +613,7 @@ func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger
 	}
 	token := max(last+1, floor)
 	text := counterText(token)
-	if _, err := f.WriteAt(text[:], 0); err != nil {
+	if _, err := f.WriteAt(text, 0); err != nil {
 		return 0, err
 	}
 	if n > len(text) {
@@ -606,17 +625,9 @@ func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger
 }
 
 // counterText is the counter's form on disk: 20 digits, zero-padded, and a
-// newline (fmt's "%020d\n"; every uint64 fits). The fixed width lets a
-// rewrite in place never leave the tail of a longer old value behind.
-func counterText(token uint64) [21]byte {
-	var out [21]byte
-	for i := 19; i >= 0; i-- {
-		out[i] = byte('0' + token%10)
-		token /= 10
-	}
-	out[20] = '\n'
-	return out
-}
+// newline (every uint64 fits). The fixed width lets a rewrite in place never
+// leave the tail of a longer old value behind.
+func counterText(token uint64) []byte { return fmt.Appendf(nil, "%020d\n", token) }
 
 // Acquire takes the lock, waiting up to wait for it (wait < 0: forever;
 // 0: one attempt), in the one wait loop (wait.go). A holder on this host
@@ -670,22 +681,20 @@ const maxFaults = 4
 // other errors (EACCES, EROFS, ENOSPC, ENOTDIR, a persistent ENOENT) are
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
-	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch) {
+	switch {
+	case errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch):
 		return err, true
-	}
-	if errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
-	}
-	if errors.Is(err, ErrGuardBusy) {
-		if left <= 0 {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	case errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted):
+	case errors.Is(err, ErrGuardBusy):
+		if left > 0 {
+			return nil, false
 		}
-		return nil, false
+	default:
+		*faults++
+		r.Log.Debug().Err(err).Int("attempt", *faults).Str("run_id", runID).Msg("lock attempt failed")
+		if *faults < maxFaults {
+			return nil, false
+		}
 	}
-	*faults++
-	r.Log.Debug().Err(err).Int("attempt", *faults).Str("run_id", runID).Msg("lock attempt failed")
-	if *faults >= maxFaults {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err), true
-	}
-	return nil, false
+	return fmt.Errorf("%w: %w", ErrUnavailable, err), true
 }

@@ -18,7 +18,7 @@ import (
 
 // faultFS fails chosen operations and counts attempts.
 type faultFS struct {
-	OSFS
+	osFS
 	mkdir, writeNew, link, renameNoReplace error
 	calls                                  atomic.Int64
 }
@@ -28,7 +28,7 @@ func (f *faultFS) Mkdir(p string, m fs.FileMode) error {
 	if f.mkdir != nil {
 		return &fs.PathError{Op: "mkdir", Path: p, Err: f.mkdir}
 	}
-	return f.OSFS.Mkdir(p, m)
+	return f.osFS.Mkdir(p, m)
 }
 
 func (f *faultFS) WriteNew(p string, d []byte, m fs.FileMode) error {
@@ -36,7 +36,7 @@ func (f *faultFS) WriteNew(p string, d []byte, m fs.FileMode) error {
 	if f.writeNew != nil {
 		return &fs.PathError{Op: "write", Path: p, Err: f.writeNew}
 	}
-	return f.OSFS.WriteNew(p, d, m)
+	return f.osFS.WriteNew(p, d, m)
 }
 
 func (f *faultFS) OpenUnnamed(dir string, m fs.FileMode) (*os.File, error) {
@@ -44,7 +44,7 @@ func (f *faultFS) OpenUnnamed(dir string, m fs.FileMode) (*os.File, error) {
 	if f.writeNew != nil {
 		return nil, &fs.PathError{Op: "write", Path: dir, Err: f.writeNew}
 	}
-	return f.OSFS.OpenUnnamed(dir, m)
+	return f.osFS.OpenUnnamed(dir, m)
 }
 
 func (f *faultFS) LinkUnnamed(file *os.File, n string) error {
@@ -52,7 +52,7 @@ func (f *faultFS) LinkUnnamed(file *os.File, n string) error {
 	if f.link != nil {
 		return &os.LinkError{Op: "link", Old: file.Name(), New: n, Err: f.link}
 	}
-	return f.OSFS.LinkUnnamed(file, n)
+	return f.osFS.LinkUnnamed(file, n)
 }
 
 func (f *faultFS) Link(o, n string) error {
@@ -60,7 +60,7 @@ func (f *faultFS) Link(o, n string) error {
 	if f.link != nil {
 		return &os.LinkError{Op: "link", Old: o, New: n, Err: f.link}
 	}
-	return f.OSFS.Link(o, n)
+	return f.osFS.Link(o, n)
 }
 
 func (f *faultFS) RenameNoReplace(o, n string) error {
@@ -68,7 +68,7 @@ func (f *faultFS) RenameNoReplace(o, n string) error {
 	if f.renameNoReplace != nil {
 		return &os.LinkError{Op: "rename", Old: o, New: n, Err: f.renameNoReplace}
 	}
-	return f.OSFS.RenameNoReplace(o, n)
+	return f.osFS.RenameNoReplace(o, n)
 }
 
 // Faults that are not contention end the wait after a few attempts, even

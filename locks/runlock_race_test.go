@@ -38,14 +38,14 @@ func pauseAt(r *RunLocker, point string) *pausePoint {
 // guardWatch tells the test when a locker asks for its guard, so a second
 // transition is known to be in flight before the first one resumes.
 type guardWatch struct {
-	OSFS
+	osFS
 	asked chan struct{}
 	once  sync.Once
 }
 
 func (g *guardWatch) OpenGuard(path string) (*os.File, error) {
 	g.once.Do(func() { close(g.asked) })
-	return g.OSFS.OpenGuard(path)
+	return g.osFS.OpenGuard(path)
 }
 
 func waitClosed(t *testing.T, ch <-chan struct{}, what string) {

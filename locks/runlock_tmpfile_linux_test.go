@@ -15,7 +15,7 @@ import (
 )
 
 // noUnnamed is a filesystem without O_TMPFILE.
-type noUnnamed struct{ OSFS }
+type noUnnamed struct{ osFS }
 
 func (noUnnamed) OpenUnnamed(string, fs.FileMode) (*os.File, error) {
 	return nil, errors.ErrUnsupported
@@ -48,7 +48,7 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 		fs    FS
 		quiet bool
 	}{
-		{"unnamed temp", OSFS{}, true},
+		{"unnamed temp", osFS{}, true},
 		{"named temp (negative control)", noUnnamed{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestAcquireRemovesNothingWaitersWatch(t *testing.T) {
 			}
 			// The tree file goes too; waiters watch for the lock file's
 			// name only (waker.relevant), so it wakes none of them.
-			tree := treeName(l.Path, l.LockID())
+			tree := filepath.Base(treePath(l.Path, l.LockID()))
 			if removed := drainInotify(t, ino); !slices.Equal(removed, []string{filepath.Base(l.Path), tree}) {
 				t.Fatalf("release removed %v, want the lock file and then %s", removed, tree)
 			}

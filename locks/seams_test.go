@@ -1,6 +1,10 @@
 package locks
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/withlock/withlock/internal/fsys"
+)
 
 // lockerKnobs holds each test locker's knobs (seams.go).
 var lockerKnobs sync.Map // *RunLocker → *knobs
@@ -14,3 +18,6 @@ func init() {
 
 // knobsOf returns r's knobs for a test to set.
 func knobsOf(r *RunLocker) *knobs { return testKnobs(r) }
+
+// osFS is the real filesystem, which the tests' fault injectors wrap.
+type osFS = fsys.OS

@@ -82,11 +82,7 @@ type SlotLock struct {
 // say what is held. The lock file and fencing token are the slot's own.
 func (l *SlotLock) Env() []string {
 	env := l.Lock.Env()
-	for i, kv := range env {
-		if strings.HasPrefix(kv, "WITHLOCK_RUN_ID=") {
-			env[i] = "WITHLOCK_RUN_ID=" + l.Base
-		}
-	}
+	env[0] = "WITHLOCK_RUN_ID=" + l.Base // Lock.Env names the run id first
 	if l.Mode == ModeShared {
 		return append(env, "WITHLOCK_SHARED=1", "WITHLOCK_SLOT="+strconv.Itoa(l.Slot))
 	}
@@ -155,7 +151,7 @@ func (m semMeta) flag() string {
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
-// readOrRecoverMeta rebuilds it, without writing it back (status and break
+// readOrRecoverMeta rebuilds it from the slots held, without writing it back (status and break
 // must see the slots still held; max is then the least N that fits them).
 func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
 	m, found, _, err := r.readOrRecoverMeta(runID)
@@ -173,18 +169,14 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 	}
 	var m semMeta
 	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
-		return semMeta{}, false, &corruptMetaError{path: path, runID: runID}
+		return semMeta{}, false, fmt.Errorf("%w: %s (remove it once no holder of run %q runs)", errCorruptMeta, path, runID)
 	}
 	return m, true, nil
 }
 
-// corruptMetaError is a meta file that does not parse (garbage written
-// by hand, a torn copy restored from a backup).
-type corruptMetaError struct{ path, runID string }
-
-func (e *corruptMetaError) Error() string {
-	return fmt.Sprintf("semaphore meta file %s is corrupt (remove it once no holder of run %q runs)", e.path, e.runID)
-}
+// errCorruptMeta is a meta file that does not parse (garbage written by
+// hand, a torn copy restored from a backup).
+var errCorruptMeta = errors.New("semaphore meta file is corrupt")
 
 // readOrRecoverMeta is readMeta that heals a corrupt meta file instead of
 // failing on it for ever: the slots still held are found by their own
@@ -195,8 +187,7 @@ func (e *corruptMetaError) Error() string {
 // runID's guard the caller then writes the meta again.
 func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bool, err error) {
 	m, found, err = r.readMeta(runID)
-	var corrupt *corruptMetaError
-	if !errors.As(err, &corrupt) {
+	if !errors.Is(err, errCorruptMeta) {
 		return m, found, false, err
 	}
 	entries, lerr := readLockDir(r.fsys(), r.Dir)
@@ -204,7 +195,6 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 		return semMeta{}, false, false, fmt.Errorf("%w; listing %s to recover it: %w", err, r.Dir, lerr)
 	}
 	m = semMeta{RunID: runID}
-	held := 0
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".lock") {
 			continue
@@ -215,11 +205,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 			continue
 		}
 		base, mode, k, ok := ParseSlotRunID(v.payload.RunID)
-		if !ok || base != runID || path != r.LockPath(v.payload.RunID) {
-			continue
-		}
-		verdict := r.judge(v)
-		if !verdict.Held() {
+		if !ok || base != runID || path != r.LockPath(v.payload.RunID) || !r.judge(v).Held() {
 			continue
 		}
 		if m.Mode != "" && m.Mode != mode {
@@ -228,9 +214,8 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 		}
 		m.Mode = mode
 		m.Slots = max(m.Slots, k+1)
-		held++
 	}
-	if held == 0 {
+	if m.Mode == "" { // no slot held
 		return semMeta{}, false, true, nil
 	}
 	if m.Mode == ModeMax {
@@ -245,16 +230,34 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp." + randomID()
+	return r.replaceFile(path, path+".tmp."+randomID(), append(data, '\n'), "")
+}
+
+// replaceFile writes data to the new file tmp and renames it over path,
+// so that path never shows a half-written file; point, unless "", marks
+// the moment between the two (at).
+func (r *RunLocker) replaceFile(path, tmp string, data []byte, point string) error {
 	fsys := r.fsys()
-	if err := fsys.WriteNew(tmp, append(data, '\n'), r.lockMode()); err != nil {
+	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
 		return err
+	}
+	if point != "" {
+		r.at(point)
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		fsys.Remove(tmp)
 		return err
 	}
 	return nil
+}
+
+// slotNames are the base names of the lock files of runID's first n slots.
+func slotNames(runID string, mode SemMode, n int) []string {
+	names := make([]string, n)
+	for k := range names {
+		names[k] = Key(SlotRunID(runID, mode, k)) + ".lock"
+	}
+	return names
 }
 
 // heldSlots reads the slots the meta file names and returns their holders
@@ -283,11 +286,9 @@ func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
 // takes the lowest free slot. Busy is a result: the holders in the way are
 // returned (X's holder alone when it has X).
 func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*Holder, error) {
-	shared, err := ensureLockDir(r.fsys(), r.Dir) // a shared sticky dir works as for a run lock
-	if err != nil {
+	if err := r.prepareDir(); err != nil { // a shared sticky dir works as for a run lock
 		return nil, nil, err
 	}
-	r.shared = shared
 	files := r.files(runID)
 	g, err := r.lockGuard(files.guard)
 	if err != nil {
@@ -314,23 +315,10 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 	if err != nil {
 		return nil, nil, err
 	}
-	if healed {
-		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
-			Msg("corrupt semaphore meta file: rewritten from the slots still held")
-		if found && m.Mode == mode && m.Max <= max {
-			// The slots held fit this newcomer's N (or they are shared):
-			// its meta describes them. Shared keeps the slots' high-water
-			// mark, which an exclusive run reads to find every sharer.
-			m.Max = max
-			if mode == ModeMax {
-				m.Slots = max
-			}
-			if err := r.writeMeta(runID, m); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	if found && (m.Mode != mode || m.Max != max) {
+	// A rebuilt meta's max is the least N that fits the slots held: any
+	// larger N of the same mode fits them too.
+	fits := m.Mode == mode && (m.Max == max || healed && m.Max < max)
+	if found && !fits {
 		held, err := r.heldSlots(runID, m)
 		if err != nil {
 			return nil, nil, err
@@ -340,7 +328,16 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		}
 		found = false
 	}
-	if !found {
+	if healed {
+		r.Log.Warn().Str("event", "sem_recovered").Str("path", files.sem).
+			Msg("corrupt semaphore meta file: rewritten from the slots still held")
+	}
+	if !found || healed {
+		if found && m.Slots > want.Slots {
+			// Shared keeps the slots' high-water mark, which an exclusive
+			// run reads to find every sharer.
+			want.Slots = m.Slots
+		}
 		m = want
 		if err := r.writeMeta(runID, m); err != nil {
 			return nil, nil, err
@@ -390,15 +387,12 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	if err := CheckRunID(runID); err != nil {
+	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, maxSharedSlots))
+	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
 		return nil, err
 	}
 	if strings.Contains(runID, "\x00") {
 		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
-	}
-	if len(SlotRunID(runID, ModeShared, maxSharedSlots)) > MaxRunIDLen {
-		return nil, &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
-			Reason: fmt.Sprintf("longer than %d bytes, which a slot's run id needs", MaxRunIDLen-len(SlotRunID("", ModeShared, maxSharedSlots)))}
 	}
 	if max < 0 || max > maxSharedSlots {
 		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", maxSharedSlots)}
@@ -417,9 +411,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 	}()
 	names := []string{Key(runID) + ".lock"}
 	if mode == ModeMax {
-		for k := 0; k < max; k++ {
-			names = append(names, Key(SlotRunID(runID, mode, k))+".lock")
-		}
+		names = append(names, slotNames(runID, mode, max)...)
 	}
 	var lock *SlotLock
 	err := r.loop(ctx, waitFor{
@@ -446,8 +438,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 		},
 		heldError: func(held []*Holder, now time.Time) error {
 			if mode == ModeShared || (len(held) == 1 && held[0].RunID == runID) {
-				held[0].FindPids()
-				return &HeldError{RunID: runID, Holder: *held[0], At: now}
+				return nil // a *HeldError naming the one in the way
 			}
 			out := make([]Holder, len(held))
 			for i, h := range held {
@@ -474,15 +465,11 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 	if !found || failpoint.On(failpoint.BrokenSlots) {
 		return nil
 	}
-	names := make([]string, 0, m.Slots)
-	for k := 0; k < m.Slots; k++ {
-		names = append(names, Key(SlotRunID(l.RunID, m.Mode, k))+".lock")
-	}
 	return r.loop(ctx, waitFor{
 		runID: l.RunID,
 		start: start,
 		wait:  wait,
-		names: names,
+		names: slotNames(l.RunID, m.Mode, m.Slots),
 		renew: l,
 		try: func() (bool, []*Holder, error) {
 			held, err := r.heldSlots(l.RunID, m)

@@ -51,13 +51,13 @@ func (r *RunLocker) WaitersOf(runID string) (n int, ok bool) {
 	}
 	defer f.Close()
 	// "1: FLOCK  ADVISORY  READ  1234 08:01:5678 0 EOF"; blocked requests
-	// have "->" after the number. The id is MAJOR:MINOR:INODE, major and
-	// minor in hex.
+	// have "->" after the number, so their second field is not FLOCK. The
+	// id is MAJOR:MINOR:INODE, major and minor in hex.
 	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 6 && fields[1] != "->" && fields[1] == "FLOCK" && fields[5] == id {
+		if len(fields) >= 6 && fields[1] == "FLOCK" && fields[5] == id {
 			n++
 		}
 	}

@@ -85,12 +85,9 @@ func Judge(v lockView, now time.Time, self Identity, live func(pid int, start ui
 		case TreeRunning:
 			return Verdict{Orphaned: pidKnown, Tree: t}
 		case TreeEnded:
-			reason := StaleTreeEnded
-			switch liveness {
-			case Dead:
-				reason = StaleDead
-			case Reused:
-				reason = StaleReused
+			reason := deadReason(liveness)
+			if reason == NotStale {
+				reason = StaleTreeEnded
 			}
 			return Verdict{Reason: reason, Tree: t}
 		}
@@ -99,13 +96,19 @@ func Judge(v lockView, now time.Time, self Identity, live func(pid int, start ui
 	if p.Expires().Before(now) {
 		return Verdict{Reason: StaleExpired}
 	}
-	switch liveness {
+	return Verdict{Reason: deadReason(liveness)}
+}
+
+// deadReason is the stale reason a holder's liveness gives, NotStale for
+// one alive.
+func deadReason(l Liveness) StaleReason {
+	switch l {
 	case Dead:
-		return Verdict{Reason: StaleDead}
+		return StaleDead
 	case Reused:
-		return Verdict{Reason: StaleReused}
+		return StaleReused
 	}
-	return Verdict{}
+	return NotStale
 }
 
 // sameKernelView: the payload's pid names a process we can see and check.

@@ -1,9 +1,6 @@
 package locks
 
-import (
-	"path/filepath"
-	"strings"
-)
+import "strings"
 
 // The tree file binds a run lock to its command's whole process tree, as
 // flock(1)'s inherited descriptor does. At each acquisition the holder
@@ -70,9 +67,4 @@ func (s TreeState) String() string {
 		return "unknown"
 	}
 	return "none"
-}
-
-// treeName is the base name of the tree file of a lock file's acquisition.
-func treeName(lockPath, lockID string) string {
-	return filepath.Base(treePath(lockPath, lockID))
 }

@@ -242,7 +242,7 @@ func TestProbeTree(t *testing.T) {
 	if got := probeTree(path); got != TreeEnded {
 		t.Errorf("no file: %v, want ended", got)
 	}
-	f, err := createTree(OSFS{}, path, 0o600)
+	f, err := createTree(osFS{}, path, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func hasOpen(pid int, path string) bool {
 
 // treeFaultFS fails the tree file's operations on demand.
 type treeFaultFS struct {
-	OSFS
+	osFS
 	openTree error                      // OpenTree fails with it, creating or not
 	rename   func(oldpath string) error // a non-nil result fails Rename
 }
@@ -289,7 +289,7 @@ func (f *treeFaultFS) OpenTree(path string, create bool, perm fs.FileMode) (*os.
 	if f.openTree != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: f.openTree}
 	}
-	return f.OSFS.OpenTree(path, create, perm)
+	return f.osFS.OpenTree(path, create, perm)
 }
 
 func (f *treeFaultFS) Rename(oldpath, newpath string) error {
@@ -298,7 +298,7 @@ func (f *treeFaultFS) Rename(oldpath, newpath string) error {
 			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
 		}
 	}
-	return f.OSFS.Rename(oldpath, newpath)
+	return f.osFS.Rename(oldpath, newpath)
 }
 
 // The tree file goes through the fsys layer like every lock file. When it

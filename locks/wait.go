@@ -24,8 +24,8 @@ type waitFor struct {
 	queue func(held []*Holder) (q *holdRequest, inQueue, again bool)
 	// renew, when set, is a lock kept alive while the wait lasts.
 	renew *Lock
-	// heldError is the error of a wait that ran out; nil: a *HeldError
-	// naming the first holder.
+	// heldError is the error of a wait that ran out; nil (or a nil
+	// error): a *HeldError naming the first holder.
 	heldError func(held []*Holder, now time.Time) error
 }
 
@@ -86,12 +86,16 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 			// parent-death signal is in flight and the tree may be
 			// ending. Give it orphanGrace before calling it a conflict.
 			graced = true
-			graceTree(ctx, h.TreeFile)
+			grace, cancel := context.WithTimeout(ctx, orphanGrace)
+			waitTreeEnd(grace, h.TreeFile)
+			cancel()
 			continue
 		}
 		if left <= 0 {
 			if f.heldError != nil {
-				return f.heldError(held, now)
+				if err := f.heldError(held, now); err != nil {
+					return err
+				}
 			}
 			held[0].FindPids()
 			return &HeldError{RunID: f.runID, Holder: *held[0], At: now}
@@ -166,21 +170,6 @@ func orphaned(held []*Holder) *Holder {
 		}
 	}
 	return nil
-}
-
-// graceTree waits up to orphanGrace for the tree file's flock to be let go.
-func graceTree(ctx context.Context, treeFile string) {
-	ended := awaitTreeEnd(treeFile)
-	if ended == nil {
-		return
-	}
-	t := time.NewTimer(orphanGrace)
-	defer t.Stop()
-	select {
-	case <-ended:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // treeWatch turns the end of any of the holders' command trees into a

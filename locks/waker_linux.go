@@ -129,16 +129,12 @@ func (w *waker) relevant(buf []byte) bool {
 		}
 		name := bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00")
 		off = end
-		if ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
-			if ev.Mask&unix.IN_IGNORED != 0 {
-				w.wdMu.Lock()
-				w.wd = -1
-				w.wdMu.Unlock()
-			}
-			found = true
-			continue
+		if ev.Mask&unix.IN_IGNORED != 0 {
+			w.wdMu.Lock()
+			w.wd = -1
+			w.wdMu.Unlock()
 		}
-		if w.names[string(name)] {
+		if ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 || w.names[string(name)] {
 			found = true
 		}
 	}
