@@ -79,6 +79,34 @@ func (s *supervision) followStop() {
 	}
 }
 
+// stallPoll is how often, while the child's group holds the terminal, the
+// main child is looked at for a stop that sends withlock no SIGCHLD
+// (followStalledStop). A variable for tests.
+var stallPoll = 250 * time.Millisecond
+
+// followStalledStop catches a Ctrl-Z that stops the child's group but not
+// the main child, which then never reports a stop: a shell that forked a
+// command with vfork (dash does) waits, in uninterruptible sleep (state D),
+// for that command to exec, and when the TSTP stops the command before its
+// exec, the shell stays in that wait, its own TSTP pending, until the
+// command is continued. A main child in D with a member of its group
+// stopped is taken for a job-control stop (suspend stops the rest).
+func (s *supervision) followStalledStop() {
+	if s.exited || s.tearing || s.shared || !s.gave {
+		return
+	}
+	if p, err := proc.Read(s.pid); err != nil || p.State != 'D' {
+		return
+	}
+	for _, p := range s.groupMembers() {
+		if p.Pid != s.pid && p.State == 'T' {
+			s.log.Debug().Int("pid", p.Pid).Msg("command's group stopped while the command waits for it")
+			s.suspend(0)
+			return
+		}
+	}
+}
+
 // awaitGroupStop waits until no process of the child's group runs, or
 // stopWait passes. It reports false when the main child has ended instead.
 func (s *supervision) awaitGroupStop() bool {

@@ -104,6 +104,7 @@ func (s *supervision) run(ctx context.Context) Result {
 			s.log.Debug().Err(ctx.Err()).Msg("context done, stopping the command")
 			s.teardown(noCause)
 		case <-wake.C:
+			s.followStalledStop()
 		}
 		if s.tearing && s.killedAt.IsZero() && !time.Now().Before(s.killAt) {
 			s.kill()
@@ -125,6 +126,9 @@ func (s *supervision) nextWake() time.Duration {
 	}
 	if s.draining || !s.killedAt.IsZero() {
 		return pollInterval
+	}
+	if s.gave && !s.shared {
+		return stallPoll // followStalledStop
 	}
 	return time.Hour
 }
