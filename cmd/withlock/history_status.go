@@ -65,7 +65,11 @@ func gatherHistory(dir string, named []string, st *statusReport) []historyStatus
 		if id == "" && len(recs) > 0 {
 			id = recs[0].RunID
 		}
+		running := 0.0 // when a run under way, which has no record yet, started
 		for _, l := range st.Locks {
+			if l.RunID == id && l.State == "held" {
+				running = max(running, l.CreatedAt)
+			}
 			if l.RunID == id && l.State == "stale" && l.Pid != 0 {
 				recs = append(recs, history.Record{Kind: history.KindRun, RunID: id, StartedAt: l.CreatedAt,
 					Result: history.ResultUnobserved, Pid: l.Pid, Host: l.Host, FencingToken: l.FencingToken, Command: l.Command})
@@ -73,7 +77,7 @@ func gatherHistory(dir string, named []string, st *statusReport) []historyStatus
 		}
 		if len(recs) > 0 || len(named) > 0 {
 			hs := summarizeHistory(id, recs)
-			hs.File, hs.SkippedLines = path, skipped
+			hs.File, hs.SkippedLines, hs.LastStart = path, skipped, max(hs.LastStart, running)
 			out = append(out, hs)
 		}
 	}

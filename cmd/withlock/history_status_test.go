@@ -34,7 +34,7 @@ func TestStatusHistory(t *testing.T) {
 	}
 	// A withlock killed a minute ago left its lock, expired now: a run
 	// that ended unobserved, until the next run reclaims it.
-	stale := fmt.Sprintf(`{"run_id":"nightly","lock_id":"x","pid":999999999,"created_at":%f,"expires_at":%f,"host":%q,"command":"sleep 60"}`, now-60, now-30, host)
+	stale := fmt.Sprintf(`{"run_id":"nightly","lock_id":"x","pid":999999999,"created_at":%v,"expires_at":%v,"host":%q,"command":"sleep 60"}`, now-60, now-30, host)
 	if err := os.WriteFile(r.LockPath("nightly"), []byte(stale), 0o600); err != nil {
 		t.Fatal(err)
 	}
