@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -98,14 +95,8 @@ func (h *runHistory) unobserved() []history.Record {
 	defer h.mu.Unlock()
 	var recs []history.Record
 	for _, path := range h.reclaimed {
-		var p locks.Payload
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			continue // put back, or removed meanwhile
-		}
-		err = json.NewDecoder(io.LimitReader(f, 64<<10)).Decode(&p)
-		f.Close()
-		if err == nil && p.Pid != 0 {
+		data, err := os.ReadFile(path) // ours: we moved it there (put back or removed meanwhile: skipped)
+		if p, perr := locks.ParsePayload(data); err == nil && perr == nil && p.Pid != 0 {
 			recs = append(recs, history.Record{Kind: history.KindRun, RunID: h.base.RunID, StartedAt: p.CreatedAt,
 				Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host, FencingToken: p.FencingToken, Command: p.Command})
 		}
@@ -189,23 +180,24 @@ func noteResult(lock heldLock, res supervisor.Result, err error) {
 	}
 }
 
+// results names the ways a command ends in its record; the others are
+// errors, with the supervisor's reason as the message.
+var results = [...]string{supervisor.Exited: history.ResultExit, supervisor.Signaled: history.ResultSignal,
+	supervisor.TimedOut: history.ResultTimeout, supervisor.LockLost: history.ResultLockLost}
+
 func (l *historyLock) setResult(res supervisor.Result, err error) {
 	rec := &l.rec
-	l.ended, rec.ExitCode = true, &res.Status
-	switch res.Reason {
-	case supervisor.Exited:
-		rec.Result = history.ResultExit
-	case supervisor.Signaled:
-		rec.Result, rec.Signal = history.ResultSignal, unix.SignalName(res.Signal)
-	case supervisor.TimedOut:
-		rec.Result = history.ResultTimeout
-	case supervisor.LockLost:
-		rec.Result = history.ResultLockLost
-	default:
-		rec.Result, rec.Message = history.ResultError, res.Reason.String()
+	l.ended, rec.ExitCode, rec.Result = true, &res.Status, history.ResultError
+	if int(res.Reason) < len(results) && err == nil {
+		rec.Result = results[res.Reason]
 	}
-	if err != nil {
-		rec.Result, rec.Message = history.ResultError, err.Error()
+	switch {
+	case err != nil:
+		rec.Message = err.Error()
+	case rec.Result == history.ResultError:
+		rec.Message = res.Reason.String()
+	case res.Reason == supervisor.Signaled:
+		rec.Signal = unix.SignalName(res.Signal)
 	}
 }
 

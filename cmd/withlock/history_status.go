@@ -30,7 +30,7 @@ type historyStatus struct {
 	Runs          []history.Record `json:"runs"` // the last 10, newest first
 	SkippedLines  int              `json:"skipped_lines"`
 
-	last string // how the last run ended, as a person reads it
+	last history.Record // the last run: the last ended, or a newer one that ended unobserved
 }
 
 const shownRuns = 10
@@ -94,10 +94,10 @@ func summarizeHistory(id string, recs []history.Record) historyStatus {
 	}
 	if s.Last != nil {
 		hs.LastEnd, hs.LastResult, hs.LastExitCode, hs.LastDuration = s.Last.EndedAt, s.Last.Result, *s.Last.ExitCode, s.Last.Duration()
-		hs.last = outcome(*s.Last)
+		hs.last = *s.Last
 	}
 	if len(hs.Runs) > 0 && hs.Runs[0].Result == history.ResultUnobserved {
-		hs.LastResult, hs.last = history.ResultUnobserved, history.ResultUnobserved
+		hs.LastResult, hs.last = history.ResultUnobserved, hs.Runs[0]
 	}
 	if s.LastSuccess != nil {
 		hs.LastSuccess = s.LastSuccess.EndedAt
@@ -107,12 +107,13 @@ func summarizeHistory(id string, recs []history.Record) historyStatus {
 
 // outcome is how a run ended, as a person reads it.
 func outcome(r history.Record) string {
-	switch r.Result {
-	case history.ResultExit:
+	switch {
+	case r.ExitCode == nil:
+	case r.Result == history.ResultExit:
 		return fmt.Sprintf("exit %d", *r.ExitCode)
-	case history.ResultSignal:
+	case r.Result == history.ResultSignal:
 		return "signal " + r.Signal
-	case history.ResultError:
+	case r.Result == history.ResultError:
 		return "error: " + r.Message
 	}
 	return r.Result // timeout, lock_lost, ended unobserved
@@ -132,13 +133,6 @@ func durationOf(r history.Record) string {
 	return shortDuration(r.Duration())
 }
 
-func lastDuration(h historyStatus) string {
-	if h.LastEnd == 0 {
-		return "-"
-	}
-	return shortDuration(h.LastDuration)
-}
-
 // writeHistory prints the history part of the human view.
 func writeHistory(w io.Writer, st *statusReport, named bool) {
 	if len(st.History) == 0 {
@@ -148,8 +142,8 @@ func writeHistory(w io.Writer, st *statusReport, named bool) {
 		fmt.Fprintf(w, "\nhistory (%d run ids):\n", len(st.History))
 		t := newTable(w, "  RUN ID", "LAST START", "LAST RESULT", "LAST SUCCESS", "DURATION", "SKIPPED")
 		for _, h := range st.History {
-			t.row("  "+h.RunID, agoEpoch(st.Now, h.LastStart), orDash(h.last), agoEpoch(st.Now, h.LastSuccess),
-				lastDuration(h), fmt.Sprint(h.SkippedStarts))
+			t.row("  "+h.RunID, agoEpoch(st.Now, h.LastStart), orDash(outcome(h.last)), agoEpoch(st.Now, h.LastSuccess),
+				durationOf(h.last), fmt.Sprint(h.SkippedStarts))
 		}
 		t.Flush()
 		return
@@ -157,9 +151,9 @@ func writeHistory(w io.Writer, st *statusReport, named bool) {
 	for _, h := range st.History {
 		fmt.Fprintf(w, "\nhistory of %s:\n", h.RunID)
 		fmt.Fprintf(w, "  last start:   %s\n", agoEpoch(st.Now, h.LastStart))
-		fmt.Fprintf(w, "  last result:  %s, %s\n", orDash(h.last), agoEpoch(st.Now, h.LastEnd))
+		fmt.Fprintf(w, "  last result:  %s, %s\n", orDash(outcome(h.last)), agoEpoch(st.Now, h.LastEnd))
 		fmt.Fprintf(w, "  last success: %s\n", agoEpoch(st.Now, h.LastSuccess))
-		fmt.Fprintf(w, "  duration:     %s\n", lastDuration(h))
+		fmt.Fprintf(w, "  duration:     %s\n", durationOf(h.last))
 		fmt.Fprintf(w, "  skipped:      %d starts since the last run (%d refused in all)\n", h.SkippedStarts, h.Conflicts)
 		if len(h.Runs) == 0 {
 			continue
