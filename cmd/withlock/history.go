@@ -213,10 +213,8 @@ func collectHistory(dir string, olderThan time.Duration, dryRun, quiet bool) err
 		}
 		removed, err := history.RemoveIdle(path, olderThan, dryRun)
 		errs = append(errs, err)
-		if removed && !quiet && dryRun {
-			fmt.Printf("would remove %s (history)\n", path)
-		} else if removed && !quiet {
-			fmt.Printf("removed %s (history)\n", path)
+		if removed && !quiet {
+			fmt.Printf("%s %s (history)\n", map[bool]string{false: "removed", true: "would remove"}[dryRun], path)
 		}
 	}
 	return errors.Join(append(errs, err)...)

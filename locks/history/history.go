@@ -179,7 +179,7 @@ func openLocked(path string, flag, how int) (*os.File, int64, error) {
 	for {
 		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 		if errors.Is(err, os.ErrPermission) {
-			if fi, lerr := os.Lstat(path); lerr == nil && !ownedByUs(fi) {
+			if fi, lerr := os.Lstat(path); lerr == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
 				return nil, 0, fmt.Errorf("history %s: %w", path, ErrForeign)
 			}
 		}
@@ -222,10 +222,6 @@ func flock(f *os.File, path string, how int) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-func ownedByUs(fi os.FileInfo) bool {
-	return int(fi.Sys().(*syscall.Stat_t).Uid) == os.Geteuid()
 }
 
 // Read returns the records of the file at path in the order written, and
