@@ -123,8 +123,9 @@ func TestScorecardHistoryConcurrentRunsTornControl(t *testing.T) {
 	t.Logf("torn-history: %d torn lines, runs %v of %v, conflicts %d of %d", skipped, got.RunsTotal, want, got.Conflicts, conflicts)
 }
 
-// A withlock killed with SIGKILL leaves a start and no end: the next
-// status says the run ended unobserved.
+// A withlock killed with SIGKILL leaves no record, but its stale lock:
+// status says the run ended unobserved, and the next run, which reclaims
+// the lock, records it (pid, token, start from the lock) with its own run.
 func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "locks")
 	started := filepath.Join(t.TempDir(), "started")
@@ -132,14 +133,10 @@ func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 	if !waitForFile(started, 10*time.Second, func() bool { return exited(t, holder) }) {
 		t.Fatal("the holder did not start")
 	}
-	waitFor(t, 10*time.Second, func() bool {
-		recs, _, _ := history.Read(history.File(dir, "job"))
-		return len(recs) == 1
-	}, "the start marker")
 	holder.Process.Kill()
 	waitExit(t, holder, 10*time.Second)
 	var stdout string
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 10*time.Second, func() bool { // until the child, sent its parent-death signal, is gone
 		stdout, _, _ = runWithlock(t, "status", "--dir", dir, "job")
 		return strings.Contains(stdout, "ended unobserved")
 	}, "status to say ended unobserved")
@@ -147,8 +144,36 @@ func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 	if !strings.Contains(stdout, "ended unobserved") {
 		t.Errorf("status of all:\n%s", stdout)
 	}
+	if code, stderr := runOnce(t, 0, dir, "true"); code != 0 {
+		t.Fatalf("the next run: %d %s", code, stderr)
+	}
+	recs, skipped, err := history.Read(history.File(dir, "job"))
+	if err != nil || skipped != 0 || len(recs) != 2 {
+		t.Fatalf("history after the next run: %+v, %d skipped, %v", recs, skipped, err)
+	}
+	if r := recs[0]; r.Result != history.ResultUnobserved || r.Pid != holder.Process.Pid || r.FencingToken == 0 || r.StartedAt == 0 {
+		t.Errorf("the killed run's record: %+v", r)
+	}
+	if r := recs[1]; r.Result != history.ResultExit || *r.ExitCode != 0 || r.FencingToken <= recs[0].FencingToken {
+		t.Errorf("the next run's record: %+v", r)
+	}
+	if stdout, _, _ = runWithlock(t, "status", "--dir", dir, "job"); !strings.Contains(stdout, "ended unobserved") || !strings.Contains(stdout, "exit 0") {
+		t.Errorf("status after the next run:\n%s", stdout)
+	}
+	holder = startWithlock(t, "run", "--dir", dir, "job", "--", "sh", "-c", `rm "$0"; exec sleep 60`, started)
+	waitFor(t, 10*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return os.IsNotExist(err)
+	}, "the second holder to start")
+	holder.Process.Kill()
+	waitExit(t, holder, 10*time.Second)
+	waitFor(t, 10*time.Second, func() bool {
+		stdout, _, _ = runWithlock(t, "status", "--dir", dir, "job")
+		return strings.Contains(stdout, "stale")
+	}, "the second holder's lock to be stale")
 
-	// break and gc leave the history; gc --history removes it once idle.
+	// A second killed holder is broken instead: break and gc keep the
+	// history; gc --history removes it once idle.
 	runs := history.File(dir, "job")
 	for _, args := range [][]string{{"break", "--dir", dir, "job"}, {"gc", "--dir", dir, "--older-than", "0"}} {
 		if _, stderr, code := runWithlock(t, args...); code != 0 {
@@ -245,7 +270,9 @@ func TestScorecardHistoryFullDisk(t *testing.T) {
 	if err := os.Truncate(filler, mustSize(t, filler)-4096); err != nil {
 		t.Fatal(err)
 	}
-	code, stderr := runOnce(t, 0, dir, "sh", "-c", "exit 5")
+	// The run's record is written after its release, which frees the lock
+	// file's page: the command keeps that page with a second link.
+	code, stderr := runOnce(t, 0, dir, "sh", "-c", `ln "$WITHLOCK_LOCK_FILE" "$0"; exit 5`, filepath.Join(mnt, "keep"))
 	if code != 5 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "history") {
 		t.Errorf("status %d (want 5), stderr %q (want one warning line)", code, stderr)
 	}

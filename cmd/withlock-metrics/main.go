@@ -98,7 +98,7 @@ func (m *metrics) collect(dir string) error {
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	seen := map[string]history.Summary{}
 	for _, path := range paths {
 		recs, _, err := history.Read(path)
 		if err != nil {
@@ -107,9 +107,7 @@ func (m *metrics) collect(dir string) error {
 		if len(recs) == 0 {
 			continue
 		}
-		id := recs[len(recs)-1].RunID
-		seen[id] = true
-		m.add(id, history.Summarize(recs))
+		seen[recs[len(recs)-1].RunID] = history.Summarize(recs)
 	}
 	locker, err := locks.NewRunLocker(dir, locks.DefaultTTL)
 	if err != nil {
@@ -126,13 +124,22 @@ func (m *metrics) collect(dir string) error {
 		}
 		id, _, _, _ := locks.ParseSlotRunID(l.Payload.RunID)
 		held[id] = held[id] || l.Liveness != locks.HolderDead
+		if s, ok := seen[id]; ok && l.State == locks.StateHeld {
+			// A run under way has no record yet: its start is its lock's.
+			s.LastStart = max(s.LastStart, l.Payload.CreatedAt)
+			seen[id] = s
+		}
+	}
+	for id, s := range seen {
+		m.add(id, s)
 	}
 	for id, alive := range held {
 		m.held.WithLabelValues(id, fmt.Sprint(alive)).Set(1)
-		delete(seen, id)
 	}
 	for id := range seen {
-		m.held.WithLabelValues(id, "false").Set(0)
+		if _, ok := held[id]; !ok {
+			m.held.WithLabelValues(id, "false").Set(0)
+		}
 	}
 	return nil
 }

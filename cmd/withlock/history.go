@@ -15,16 +15,18 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/withlock/withlock/internal/fsys"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/supervisor"
 )
 
 // Run history (SPEC §8), written by `withlock run` on the file backend:
-// a refused start once the acquisition has failed, a start marker once the
-// command has been started, and the run's record once the lock has been
-// released. Nothing is read, and nothing written, before the command runs;
-// a failure to write is one warning line and changes no exit status.
+// one append per run, after the lock has been released — the run's record,
+// preceded by one "ended unobserved" record for each stale lock (a holder
+// killed by SIGKILL) its acquisition reclaimed — or, for a start refused,
+// one refused record. Nothing is read on the acquire path; a failure to
+// write is one warning line and changes no exit status.
 
 // recordHistory returns be with the run's history written beside its lock.
 // Only the file backend keeps history here.
@@ -34,7 +36,13 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 	}
 	h := &runHistory{
 		log: log, path: history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID),
-		base: history.Record{RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
+		base: history.Record{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
+	}
+	if b, ok := be.(fileBackend); ok {
+		if b.locker.FS == nil {
+			b.locker.FS = fsys.OS{}
+		}
+		b.locker.FS = reclaimWatch{b.locker.FS, h}
 	}
 	return historyBackend{be, h}
 }
@@ -44,17 +52,50 @@ type runHistory struct {
 	log  zerolog.Logger
 	path string
 	base history.Record // the fields every record of this run carries
-	warn sync.Once
+
+	mu        sync.Mutex
+	reclaimed []string // where the stale locks this run reclaimed were moved
 }
 
-// append writes rec; the first failure is logged, the others are not.
-func (h *runHistory) append(rec history.Record) {
-	// Another user's history (a shared dir) is theirs: nothing to warn of.
-	if err := history.Append(h.path, rec); err != nil && !errors.Is(err, history.ErrForeign) {
-		h.warn.Do(func() {
-			h.log.Warn().Str("event", "history_failed").Str("run_id", h.base.RunID).Err(err).Msg("run history not written")
-		})
+// append writes recs in one write(2). A run appends once: at most one
+// warning. Another user's history (a shared dir) is theirs: no warning.
+func (h *runHistory) append(recs ...history.Record) {
+	if err := history.Append(h.path, recs...); err != nil && !errors.Is(err, history.ErrForeign) {
+		h.log.Warn().Str("event", "history_failed").Str("run_id", h.base.RunID).Err(err).Msg("run history not written")
 	}
+}
+
+// reclaimWatch is the locker's filesystem, noting every lock file the
+// acquisition moves aside (a stale lock reclaimed: locks' moveLockAside).
+type reclaimWatch struct {
+	locks.FS
+	h *runHistory
+}
+
+func (w reclaimWatch) RenameNoReplace(from, to string) error {
+	err := w.FS.RenameNoReplace(from, to)
+	if err == nil && strings.HasSuffix(from, ".lock") {
+		w.h.mu.Lock()
+		w.h.reclaimed = append(w.h.reclaimed, to)
+		w.h.mu.Unlock()
+	}
+	return err
+}
+
+// unobserved is a record of each run whose stale lock this run reclaimed,
+// from the payload it left: it ended unobserved.
+func (h *runHistory) unobserved() []history.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var recs []history.Record
+	for _, path := range h.reclaimed {
+		data, err := os.ReadFile(path) // ours: we moved it there (put back or removed meanwhile: skipped)
+		if p, perr := locks.ParsePayload(data); err == nil && perr == nil && p.Pid != 0 {
+			recs = append(recs, history.Record{Kind: history.KindRun, RunID: h.base.RunID, StartedAt: p.CreatedAt,
+				Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host, FencingToken: p.FencingToken, Command: p.Command})
+		}
+	}
+	return recs
 }
 
 type historyBackend struct {
@@ -72,17 +113,6 @@ func (b historyBackend) Acquire(ctx context.Context, runID string, wait time.Dur
 	}
 	rec := b.h.base
 	rec.StartedAt = history.Epoch(time.Now())
-	for _, kv := range lock.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "WITHLOCK_FENCING_TOKEN":
-			rec.FencingToken, _ = strconv.ParseUint(v, 10, 64)
-		case "WITHLOCK_SLOT":
-			if slot, err := strconv.Atoi(v); err == nil {
-				rec.Slot = &slot
-			}
-		}
-	}
 	return &historyLock{heldLock: lock, h: b.h, rec: rec}, nil
 }
 
@@ -97,40 +127,39 @@ func (h *runHistory) refused(err error, wait time.Duration) {
 	if errors.As(err, &held) {
 		rec.Holder = &history.Holder{Pid: held.Holder.Pid, Host: held.Holder.Host, Command: held.Holder.Command}
 	}
-	rec.Host, _ = os.Hostname()
 	h.append(rec)
 }
 
-// historyLock writes the start marker and the run's record.
+// historyLock writes the run's record once the lock is free.
 type historyLock struct {
 	heldLock
-	h       *runHistory
-	rec     history.Record
-	started bool // the command was started (or its spawn failed)
+	h     *runHistory
+	rec   history.Record
+	ended bool // noteResult has said how the command ended
 }
 
 func (l *historyLock) Unwrap() heldLock { return l.heldLock }
 
-// Heartbeat starts once the command has been forked: the start marker is
-// written then, so that a withlock killed meanwhile leaves a run that
-// ended unobserved.
-func (l *historyLock) Heartbeat() (<-chan error, func()) {
-	lost, stop := l.heldLock.Heartbeat()
-	l.rec.StartedAt = history.Epoch(time.Now())
-	l.rec.Host, _ = os.Hostname()
-	l.started = true
-	start := l.rec
-	start.Kind = history.KindStart
-	l.h.append(start)
-	return lost, stop
-}
-
-// Release writes the run's record once the lock is free.
 func (l *historyLock) Release() error {
+	for _, kv := range l.heldLock.Env() {
+		switch k, v, _ := strings.Cut(kv, "="); k {
+		case "WITHLOCK_FENCING_TOKEN":
+			l.rec.FencingToken, _ = strconv.ParseUint(v, 10, 64)
+		case "WITHLOCK_SLOT":
+			if slot, err := strconv.Atoi(v); err == nil {
+				l.rec.Slot = &slot
+			}
+		}
+	}
 	err := l.heldLock.Release()
-	if l.started && l.rec.Kind == history.KindRun {
+	recs := l.h.unobserved()
+	if l.ended {
 		l.rec.EndedAt = history.Epoch(time.Now())
-		l.h.append(l.rec)
+		l.rec.Host, _ = os.Hostname()
+		recs = append(recs, l.rec)
+	}
+	if len(recs) > 0 {
+		l.h.append(recs...)
 	}
 	return err
 }
@@ -150,27 +179,24 @@ func noteResult(lock heldLock, res supervisor.Result, err error) {
 	}
 }
 
+// results names the ways a command ends in its record; the others are
+// errors, with the supervisor's reason as the message.
+var results = [...]string{supervisor.Exited: history.ResultExit, supervisor.Signaled: history.ResultSignal,
+	supervisor.TimedOut: history.ResultTimeout, supervisor.LockLost: history.ResultLockLost}
+
 func (l *historyLock) setResult(res supervisor.Result, err error) {
-	if !l.started {
-		l.rec.Host, _ = os.Hostname()
-		l.started = true // the spawn failed: a run all the same, with its error
-	}
 	rec := &l.rec
-	rec.Kind, rec.ExitCode = history.KindRun, &res.Status
-	switch res.Reason {
-	case supervisor.Exited:
-		rec.Result = history.ResultExit
-	case supervisor.Signaled:
-		rec.Result, rec.Signal = history.ResultSignal, unix.SignalName(res.Signal)
-	case supervisor.TimedOut:
-		rec.Result = history.ResultTimeout
-	case supervisor.LockLost:
-		rec.Result = history.ResultLockLost
-	default:
-		rec.Result, rec.Message = history.ResultError, res.Reason.String()
+	l.ended, rec.ExitCode, rec.Result = true, &res.Status, history.ResultError
+	if int(res.Reason) < len(results) && err == nil {
+		rec.Result = results[res.Reason]
 	}
-	if err != nil {
-		rec.Result, rec.Message = history.ResultError, err.Error()
+	switch {
+	case err != nil:
+		rec.Message = err.Error()
+	case rec.Result == history.ResultError:
+		rec.Message = res.Reason.String()
+	case res.Reason == supervisor.Signaled:
+		rec.Signal = unix.SignalName(res.Signal)
 	}
 }
 
@@ -179,25 +205,16 @@ func (l *historyLock) setResult(res supervisor.Result, err error) {
 // and prints each one (with dryRun: what it would remove).
 func collectHistory(dir string, olderThan time.Duration, dryRun, quiet bool) error {
 	paths, err := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
-	if err != nil {
-		return err
-	}
 	var errs []error
 	for _, path := range paths {
 		if _, err := os.Lstat(strings.TrimSuffix(path, history.Suffix) + ".lock"); err == nil {
 			continue // held, or stale: not idle
 		}
 		removed, err := history.RemoveIdle(path, olderThan, dryRun)
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, err)
 		if removed && !quiet {
-			verb := "removed"
-			if dryRun {
-				verb = "would remove"
-			}
-			fmt.Printf("%s %s (history)\n", verb, path)
+			fmt.Printf("%s %s (history)\n", map[bool]string{false: "removed", true: "would remove"}[dryRun], path)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, err)...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -24,13 +25,18 @@ func TestStatusHistory(t *testing.T) {
 		{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 7200, EndedAt: now - 7190, Result: history.ResultExit, ExitCode: &zero, Pid: 11, Host: host},
 		{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 3600, EndedAt: now - 3500, Result: history.ResultExit, ExitCode: &three, Pid: 12, Host: host},
 		{Kind: history.KindRefused, RunID: "nightly", At: now - 3550},
-		{Kind: history.KindStart, RunID: "nightly", StartedAt: now - 60, Pid: 999999999, Host: host},
 		{Kind: history.KindRefused, RunID: "nightly", At: now - 30},
 		{Kind: history.KindRefused, RunID: "nightly", At: now - 20},
 	} {
 		if err := history.Append(path, rec); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A withlock killed a minute ago left its lock, expired now: a run
+	// that ended unobserved, until the next run reclaims it.
+	stale := fmt.Sprintf(`{"run_id":"nightly","lock_id":"x","pid":999999999,"created_at":%v,"expires_at":%v,"host":%q,"command":"sleep 60"}`, now-60, now-30, host)
+	if err := os.WriteFile(r.LockPath("nightly"), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	st := gatherStatus(r, []string{"nightly"}, scope)
 	if len(st.History) != 1 {
@@ -39,7 +45,7 @@ func TestStatusHistory(t *testing.T) {
 	h := st.History[0]
 	if h.RunID != "nightly" || h.LastStart != now-60 || h.LastEnd != now-3500 || h.LastExitCode != 3 ||
 		h.LastSuccess != now-7190 || h.SkippedStarts != 2 || h.Conflicts != 3 || h.LastDuration != 100 ||
-		h.LastResult != "ended unobserved" || len(h.Runs) != 3 || h.Runs[0].State != "ended unobserved" {
+		h.LastResult != "ended unobserved" || len(h.Runs) != 3 || h.Runs[0].Result != history.ResultUnobserved {
 		t.Fatalf("history %+v", h)
 	}
 	var out bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 
@@ -45,29 +46,46 @@ func metricsAction(_ context.Context, c *cli.Command) error {
 	if c.NArg() > 0 {
 		return usageError("metrics: takes no arguments (got %q)", c.Args().Slice())
 	}
-	path, err := findHelperBinary(metricsBinaryName)
-	if err != nil {
-		return exitWith(exitCantCreate, err)
-	}
-	argv := []string{path, "--dir", locks.ResolveDir(c.String("dir"), os.Getenv)}
+	args := []string{"--dir", locks.ResolveDir(c.String("dir"), os.Getenv)}
 	if c.String("textfile") != "" {
-		argv = append(argv, "--textfile", c.String("textfile"))
+		args = append(args, "--textfile", c.String("textfile"))
 	}
-	err = syscall.Exec(path, argv, os.Environ())
-	return exitWith(exitCantCreate, fmt.Errorf("metrics: exec %s: %w", path, err))
+	return execHelper(metricsBinaryName, "go build -o withlock-metrics ./cmd/withlock-metrics", args, nil)
 }
 
-// findHelperBinary looks for name beside the running executable, then in
-// PATH (as findEtcdBinary does for withlock-etcd).
-func findHelperBinary(name string) (string, error) {
+// execHelper replaces this process with the helper binary name (withlock-etcd,
+// withlock-metrics), found beside this executable or else in PATH, running
+// args with our environment plus what env(path) adds. It returns only on
+// failure, with an error that exits 73; build is how to build a missing one.
+func execHelper(name, build string, args []string, env func(path string) []string) error {
+	path, beside := "", ""
 	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), name)
+		beside = filepath.Join(filepath.Dir(exe), name)
 		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return beside, nil
+			path = beside
 		}
 	}
-	if p, err := exec.LookPath(name); err == nil {
-		return filepath.Abs(p)
+	if p, err := exec.LookPath(name); path == "" && err == nil {
+		path, _ = filepath.Abs(p)
 	}
-	return "", fmt.Errorf("%s is not installed beside withlock or in PATH (build it with: go build -o %s ./cmd/%s)", name, name, name)
+	if path == "" {
+		where := "in PATH"
+		if beside != "" {
+			where = "at " + beside + " or in PATH"
+		}
+		return exitWith(exitCantCreate, fmt.Errorf("%s is not installed %s (build it with: %s)", name, where, build))
+	}
+	var extra []string
+	if env != nil {
+		extra = env(path)
+	}
+	// Exec resets caught signals to their default, so a HUP or INT that
+	// withlock inherited as ignored (nohup), and that the supervisor
+	// subscribed to, would reach the helper as default; Reset puts the
+	// inherited ignore back. (For other signals Go does not keep an
+	// inherited ignore even in a direct run, so the helper sees what
+	// withlock saw.)
+	signal.Reset()
+	err := syscall.Exec(path, append([]string{path}, args...), childEnv(os.Environ(), extra))
+	return exitWith(exitCantCreate, fmt.Errorf("exec %s: %w", path, err))
 }

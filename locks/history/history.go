@@ -2,18 +2,17 @@
 // (SPEC §8): one JSON line per run that withlock started, and one per start
 // it refused, in <sha256hex(run_id)>.runs beside the lock.
 //
-// Lines are appended with one write(2) on a descriptor opened O_APPEND, so
-// concurrent writers never interleave or lose a line. The file is bounded:
-// past MaxLines lines it is rewritten (temp file + rename) to the last
-// KeepRuns runs and KeepRefused refused starts, and what it drops is
+// A run appends its lines with one write(2) on a descriptor opened
+// O_APPEND, so concurrent writers never interleave or lose a line. The
+// file is bounded: past MaxLines lines it is compacted in place to the
+// last KeepRuns runs and KeepRefused refused starts, and what it drops is
 // folded into one totals line, so that counters never go down.
 //
-// The rewrite and the appends are serialised by flock(2) on the .runs file
-// itself, not by the run id's guard: the guard serialises lock state
-// transitions on the acquire path, which history must never slow down. An
-// appender takes LOCK_SH and checks that the path still names the inode it
-// opened (a rewrite renames a new one in); the rewrite takes LOCK_EX, so
-// no append can land in the inode it is replacing.
+// Appends and the compaction are serialised by flock(2) on the .runs file
+// itself, not by the run id's guard, which serialises lock state
+// transitions on the acquire path that history must never slow down: an
+// appender takes LOCK_SH, the compaction LOCK_EX. The compaction rewrites
+// the same inode, so an appender never has to check which file it opened.
 package history
 
 import (
@@ -34,19 +33,20 @@ import (
 
 // Kinds of record.
 const (
-	KindRun     = "run"     // a run that ended
-	KindStart   = "start"   // written once the command has been started
+	KindRun     = "run"     // a run that ended (or was found ended unobserved)
 	KindRefused = "refused" // a start refused: conflict, or the wait ran out
-	KindTotals  = "totals"  // what a rewrite dropped, counted
+	KindTotals  = "totals"  // what a compaction dropped, counted
 )
 
-// Results of a run.
+// Results of a run. ResultUnobserved is a run whose withlock was killed: its
+// stale lock was reclaimed by the next run, which wrote this record.
 const (
-	ResultExit     = "exit"
-	ResultSignal   = "signal"
-	ResultTimeout  = "timeout"
-	ResultLockLost = "lock_lost"
-	ResultError    = "error"
+	ResultExit       = "exit"
+	ResultSignal     = "signal"
+	ResultTimeout    = "timeout"
+	ResultLockLost   = "lock_lost"
+	ResultError      = "error"
+	ResultUnobserved = "ended unobserved"
 )
 
 // Bounds of the file.
@@ -59,8 +59,10 @@ const (
 // Suffix ends the name of a history file.
 const Suffix = ".runs"
 
-// Record is one line of the file. Kind is its first field: a line glued to
-// a torn one is found again by it (Read).
+// Record is one line of the file: a run, a refused start (At, Reason,
+// Holder) or the totals of a compaction (Runs, Conflicts, Skipped since
+// SkippedSince). Kind is its first field: a line glued to a torn one is
+// found again by it (Parse).
 type Record struct {
 	Kind         string  `json:"kind"`
 	RunID        string  `json:"run_id"`
@@ -77,14 +79,13 @@ type Record struct {
 	Slot         *int    `json:"slot,omitempty"`
 	Shared       bool    `json:"shared,omitempty"`
 
-	// A refused start: when, why ("conflict" or "wait"), and the holder met.
-	At      float64 `json:"at,omitempty"`
-	Reason  string  `json:"reason,omitempty"`
-	Holder  *Holder `json:"holder,omitempty"`
-	Skipped int     `json:"skipped,omitempty"` // totals: refused starts dropped after SkippedSince
-	// Totals: runs by result and refused starts, of the lines dropped.
+	At     float64 `json:"at,omitempty"`
+	Reason string  `json:"reason,omitempty"` // conflict | wait
+	Holder *Holder `json:"holder,omitempty"`
+
 	Runs         map[string]int `json:"runs,omitempty"`
 	Conflicts    int            `json:"conflicts,omitempty"`
+	Skipped      int            `json:"skipped,omitempty"`
 	SkippedSince float64        `json:"skipped_since,omitempty"`
 }
 
@@ -104,9 +105,6 @@ func File(dir, runID string) string {
 // Epoch is t as the files write it: seconds since 1970, a float.
 func Epoch(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// Time is the inverse of Epoch.
-func Time(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
-
 var errBusy = errors.New("busy")
 
 // ErrForeign is the error of an append to another user's history file: in
@@ -114,46 +112,51 @@ var errBusy = errors.New("busy")
 // and the others' runs are not recorded there (nor is it a fault of theirs).
 var ErrForeign = errors.New("another user's history")
 
-const appendFlags = os.O_WRONLY | os.O_APPEND | os.O_CREATE
-
-// lockBound is how long an append waits for a rewrite to finish.
+// lockBound is how long an append waits for a compaction to finish.
 const lockBound = time.Second
 
-// Append adds rec to the file at path in one write(2), then rewrites the
+// Append adds recs to the file at path in one write(2), then compacts the
 // file if it has grown past MaxLines.
-func Append(path string, rec Record) error {
-	line, err := json.Marshal(rec)
+func Append(path string, recs ...Record) error {
+	var buf []byte
+	for _, rec := range recs {
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	f, size, err := openLocked(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, syscall.LOCK_SH)
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
-	f, err := openLocked(path, appendFlags, syscall.LOCK_SH)
-	if err != nil {
-		return err
-	}
-	err = write(f, line)
-	fi, serr := f.Stat()
+	err = write(f, buf)
 	f.Close()
 	if err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
-	// A line is never shorter than 40 bytes: a smaller file cannot hold
-	// MaxLines of them, and is not read again here. A start marker leaves
-	// the check to its run's end record, which follows: a run pays for one
-	// read of its history, after its lock is released.
-	if serr == nil && fi.Size() > MaxLines*40 && rec.Kind != KindStart {
+	// The file is read again only when an append crosses a checkEvery
+	// boundary: a line is never shorter than 40 bytes, so at most slack
+	// lines come between two checks, and a check compacts a file that has
+	// more than MaxLines-slack lines.
+	if end := size + int64(len(buf)); end/checkEvery != size/checkEvery && end > (MaxLines-slack)*40 {
 		return compact(path)
 	}
 	return nil
 }
 
-// write is one write(2) of line (os.File.Write would retry a short write
+const (
+	checkEvery = 1024
+	slack      = checkEvery/40 + 4
+)
+
+// write is one write(2) of buf (os.File.Write would retry a short write
 // in a second one); the torn-history failpoint splits it in two, so that
 // concurrent writers can interleave (a negative control).
-func write(f *os.File, line []byte) error {
-	parts := [][]byte{line}
+func write(f *os.File, buf []byte) error {
+	parts := [][]byte{buf}
 	if failpoint.On(failpoint.TornHistory) {
-		parts = [][]byte{line[:len(line)/2], line[len(line)/2:]}
+		parts = [][]byte{buf[:len(buf)/2], buf[len(buf)/2:]}
 	}
 	for i, p := range parts {
 		if i > 0 {
@@ -166,67 +169,59 @@ func write(f *os.File, line []byte) error {
 	return nil
 }
 
-// openLocked opens path for appending and takes flock(how) on it, waiting
-// at most lockBound, and checks that path still names the file opened.
-func openLocked(path string, flag, how int) (*os.File, error) {
-	deadline := time.Now().Add(lockBound)
+// openLocked opens path and takes flock(how) on it, waiting at most
+// lockBound for LOCK_SH (LOCK_EX does not wait). It refuses a file that is
+// not a regular file of ours: in a shared dir (/tmp) another user may have
+// planted one (a FIFO would block, which O_NONBLOCK prevents). One that
+// was removed meanwhile (gc --history) is opened again. It returns the
+// file's size.
+func openLocked(path string, flag, how int) (*os.File, int64, error) {
 	for {
 		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 		if errors.Is(err, os.ErrPermission) {
-			if fi, lerr := os.Lstat(path); lerr == nil && !ownedByUs(fi) {
-				return nil, fmt.Errorf("history %s: %w", path, ErrForeign)
+			if fi, lerr := os.Lstat(path); lerr == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
+				return nil, 0, fmt.Errorf("history %s: %w", path, ErrForeign)
 			}
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if err := ours(f, path); err != nil {
+		var st syscall.Stat_t
+		if err = flock(f, path, how); err == nil {
+			err = syscall.Fstat(int(f.Fd()), &st)
+		}
+		switch {
+		case err != nil:
+		case int(st.Uid) != os.Geteuid():
+			err = fmt.Errorf("history %s: %w", path, ErrForeign)
+		case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+			err = fmt.Errorf("history %s: not a regular file", path)
+		case st.Nlink == 0 && flag&os.O_CREATE != 0:
 			f.Close()
-			return nil, err
-		}
-		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil && samePath(f, path) {
-			return f, nil
+			continue
+		default:
+			return f, st.Size, nil
 		}
 		f.Close()
-		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+		return nil, 0, err
+	}
+}
+
+func flock(f *os.File, path string, how int) error {
+	deadline := time.Now().Add(lockBound)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return &os.PathError{Op: "flock", Path: path, Err: err}
 		}
 		if how == syscall.LOCK_EX || time.Now().After(deadline) {
-			return nil, fmt.Errorf("history %s: %w", path, errBusy)
+			return fmt.Errorf("history %s: %w", path, errBusy)
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// ours refuses a history file that is not a regular file of ours: in a
-// shared dir (/tmp) another user may have planted one (a FIFO would block
-// the writer, which O_NONBLOCK already prevents).
-func ours(f *os.File, path string) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !ownedByUs(fi) {
-		return fmt.Errorf("history %s: %w", path, ErrForeign)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("history %s: not a regular file", path)
-	}
-	return nil
-}
-
-func ownedByUs(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return !ok || int(st.Uid) == os.Geteuid()
-}
-
-// samePath reports whether path still names the open file f (a rewrite
-// has not renamed another file over it).
-func samePath(f *os.File, path string) bool {
-	a, err1 := f.Stat()
-	b, err2 := os.Lstat(path)
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // Read returns the records of the file at path in the order written, and
@@ -242,11 +237,8 @@ func Read(path string) (recs []Record, skipped int, err error) {
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, 0, err
-	}
 	recs, skipped = Parse(data)
-	return recs, skipped, nil
+	return recs, skipped, err
 }
 
 // Parse is Read of the file's contents.
@@ -271,59 +263,43 @@ func Parse(data []byte) (recs []Record, skipped int) {
 	return recs, skipped
 }
 
-func parse(line []byte) (Record, bool) {
-	var rec Record
-	if json.Unmarshal(line, &rec) != nil {
-		return rec, false
-	}
-	switch rec.Kind {
-	case KindRun, KindStart, KindRefused, KindTotals:
-		return rec, true
-	}
-	return rec, false
+func parse(line []byte) (rec Record, ok bool) {
+	err := json.Unmarshal(line, &rec)
+	return rec, err == nil && (rec.Kind == KindRun || rec.Kind == KindRefused || rec.Kind == KindTotals)
 }
 
-// compact rewrites the file to its bound if it has more than MaxLines
-// lines. One that cannot take the file's lock at once leaves it to the next
-// append: someone is appending or rewriting right now.
+// compact rewrites the file in place to its bound if it has more than
+// MaxLines-slack lines. One that cannot take the file's lock at once leaves it
+// to the next append: someone is appending or compacting right now. The
+// new contents are written over the old before the file is cut to their
+// length: a crash in between leaves lines twice (counted twice), never
+// fewer.
 func compact(path string) error {
-	f, err := openLocked(path, appendFlags, syscall.LOCK_EX)
+	f, _, err := openLocked(path, os.O_RDWR, syscall.LOCK_EX)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	data, err := os.ReadFile(path)
-	if err != nil || bytes.Count(data, []byte("\n")) <= MaxLines {
+	data, err := io.ReadAll(f)
+	if err != nil || bytes.Count(data, []byte("\n")) <= MaxLines-slack {
 		return err
 	}
 	recs, _ := Parse(data)
 	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	for _, rec := range Bound(recs) {
-		line, _ := json.Marshal(rec)
-		buf.Write(append(line, '\n'))
+		enc.Encode(rec)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp.*")
-	if err != nil {
+	if _, err := f.WriteAt(buf.Bytes(), 0); err != nil {
 		return err
 	}
-	_, err = tmp.Write(buf.Bytes())
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return f.Truncate(int64(buf.Len()))
 }
 
 // RemoveIdle removes the history file at path if nothing was written to it
-// for idle (with dryRun, only says it would), under the file's lock: an
-// append that comes meanwhile then goes to a new file.
+// for idle (with dryRun, only says it would), under the file's lock.
 func RemoveIdle(path string, idle time.Duration, dryRun bool) (bool, error) {
-	f, err := openLocked(path, os.O_RDONLY, syscall.LOCK_EX)
+	f, _, err := openLocked(path, os.O_RDONLY, syscall.LOCK_EX)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errBusy) {
 			err = nil // removed meanwhile, or in use

@@ -121,16 +121,23 @@ func TestSkippedSurvivesRewrite(t *testing.T) {
 	}
 }
 
-// A start marker that no run record ends is an open run; once ended, the
-// pair is one run.
-func TestStartMarkers(t *testing.T) {
-	start := Record{Kind: KindStart, RunID: "job", StartedAt: 10, Pid: 1, Host: "h"}
-	end := start
-	end.Kind, end.EndedAt, end.Result, end.ExitCode = KindRun, 12, ResultExit, code(0)
-	other := Record{Kind: KindStart, RunID: "job", StartedAt: 11, Pid: 2, Host: "h"}
-	runs := Runs([]Record{start, other, end})
-	if len(runs) != 2 || runs[0].Kind != KindRun || !runs[1].Open() {
-		t.Fatalf("runs %+v", runs)
+// One append writes several records in one write(2) (a run's record after
+// the record of a killed run it reclaimed); a run that ended unobserved
+// counts as one, but is neither the last run with an exit status nor a
+// success.
+func TestAppendSeveral(t *testing.T) {
+	path := File(t.TempDir(), "job")
+	unobserved := Record{Kind: KindRun, RunID: "job", StartedAt: 5, Result: ResultUnobserved, Pid: 9, FencingToken: 4}
+	if err := Append(path, runRec(0, ResultExit, 0), unobserved, runRec(3, ResultExit, 2)); err != nil {
+		t.Fatal(err)
+	}
+	recs, skipped, err := Read(path)
+	if err != nil || skipped != 0 || len(recs) != 3 || lines(t, path) != 3 {
+		t.Fatalf("read %+v %d %v", recs, skipped, err)
+	}
+	s := Summarize(recs)
+	if s.RunsTotal[ResultUnobserved] != 1 || s.Runs[0].Result != ResultUnobserved || *s.Last.ExitCode != 2 || s.LastStart != 1006 {
+		t.Fatalf("summary %+v", s)
 	}
 }
 
@@ -170,8 +177,8 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 }
 
-// BenchmarkAppend is the cost a run pays for one record (twice per run:
-// the start marker and the end record).
+// BenchmarkAppend is the cost a run pays for its record (one append per
+// run, after its lock is released).
 func BenchmarkAppend(b *testing.B) {
 	path := File(b.TempDir(), "job")
 	for i := 0; b.Loop(); i++ {

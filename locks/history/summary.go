@@ -1,74 +1,48 @@
 package history
 
-import "sort"
+import (
+	"maps"
+	"sort"
+)
 
 // Summary is what status and metrics show of one run id's history.
 type Summary struct {
-	// Runs are the runs kept, in the order started: every run that ended
-	// and, as its KindStart marker, every run started and not (yet) ended.
-	// A marker whose holder is gone is a run that ended unobserved (its
-	// withlock was killed).
-	Runs        []Record
-	Last        *Record // the run that ended last
-	LastSuccess *Record // the run that ended last with exit status 0
-	LastStart   float64 // when the last run started (0: never)
-	Skipped     int     // starts refused since the last run started
+	Runs        []Record // the runs kept, in the order started
+	Last        *Record  // the run that ended last (with an exit status)
+	LastSuccess *Record  // the run that ended last with exit status 0
+	LastStart   float64  // when the last run started (0: never)
+	Skipped     int      // starts refused since the last run started
 	RunsTotal   map[string]int
 	Conflicts   int // starts refused, ever (as far as the file remembers)
-}
 
-// Open reports whether rec is a start that no end record closes.
-func (rec Record) Open() bool { return rec.Kind == KindStart }
+	refused []float64 // when the refused starts kept were refused
+	totals  Record    // the file's totals line
+}
 
 // Succeeded reports whether rec is a run that exited with status 0.
 func (rec Record) Succeeded() bool {
-	return rec.Kind == KindRun && rec.Result == ResultExit && rec.ExitCode != nil && *rec.ExitCode == 0
+	return rec.Result == ResultExit && rec.ExitCode != nil && *rec.ExitCode == 0
 }
 
 // Duration is how long the run took, in seconds.
 func (rec Record) Duration() float64 { return rec.EndedAt - rec.StartedAt }
 
-type runKey struct {
-	pid     int
-	host    string
-	started float64
-}
-
-func keyOf(rec Record) runKey { return runKey{rec.Pid, rec.Host, rec.StartedAt} }
-
-// Runs pairs start markers with the records of the runs they began: it
-// returns every run record and every start marker no run record ends, in
-// the order started.
-func Runs(recs []Record) []Record {
-	ended := make(map[runKey]bool)
-	for _, rec := range recs {
-		if rec.Kind == KindRun {
-			ended[keyOf(rec)] = true
-		}
-	}
-	var runs []Record
-	for _, rec := range recs {
-		if rec.Kind == KindRun || rec.Kind == KindStart && !ended[keyOf(rec)] {
-			runs = append(runs, rec)
-		}
-	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].StartedAt < runs[j].StartedAt })
-	return runs
-}
-
 // Summarize reads a run id's records.
 func Summarize(recs []Record) Summary {
-	s := Summary{Runs: Runs(recs), RunsTotal: make(map[string]int)}
-	var totals Record
+	s := Summary{RunsTotal: make(map[string]int)}
 	for i, rec := range recs {
 		switch rec.Kind {
 		case KindTotals:
-			totals = rec
-			add(s.RunsTotal, rec.Runs)
+			s.totals = rec
+			for result, n := range rec.Runs {
+				s.RunsTotal[result] += n
+			}
 			s.Conflicts += rec.Conflicts
 		case KindRun:
+			s.Runs = append(s.Runs, rec)
 			s.RunsTotal[rec.Result]++
-			if s.Last == nil || rec.EndedAt > s.Last.EndedAt {
+			s.LastStart = max(s.LastStart, rec.StartedAt)
+			if rec.ExitCode != nil && (s.Last == nil || rec.EndedAt > s.Last.EndedAt) {
 				s.Last = &recs[i]
 			}
 			if rec.Succeeded() && (s.LastSuccess == nil || rec.EndedAt > s.LastSuccess.EndedAt) {
@@ -76,47 +50,48 @@ func Summarize(recs []Record) Summary {
 			}
 		case KindRefused:
 			s.Conflicts++
+			s.refused = append(s.refused, rec.At)
 		}
 	}
-	if n := len(s.Runs); n > 0 {
-		s.LastStart = s.Runs[n-1].StartedAt
-	}
-	for _, rec := range recs {
-		if rec.Kind == KindRefused && rec.At > s.LastStart {
+	sort.SliceStable(s.Runs, func(i, j int) bool { return s.Runs[i].StartedAt < s.Runs[j].StartedAt })
+	for _, at := range s.refused {
+		if at > s.LastStart {
 			s.Skipped++
 		}
 	}
-	if totals.SkippedSince == s.LastStart {
-		s.Skipped += totals.Skipped
+	if s.totals.SkippedSince == s.LastStart {
+		s.Skipped += s.totals.Skipped
 	}
 	return s
 }
 
-// Bound is what a rewrite keeps of recs: the last KeepRuns runs, the last
-// KeepRefused refused starts, and one totals line counting what the others
-// counted (so that counters never go down). Start markers of runs that
-// ended are dropped: their end record says it all.
+// Bound is what a compaction keeps of recs: one totals line counting what
+// it drops (so that counters never go down), the last KeepRuns runs and
+// the last KeepRefused refused starts.
 func Bound(recs []Record) []Record {
-	all := Summarize(recs)
-	runs := all.Runs[max(0, len(all.Runs)-KeepRuns):]
+	s := Summarize(recs)
+	drop := max(0, len(s.Runs)-KeepRuns)
+	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: maps.Clone(s.totals.Runs),
+		Conflicts: s.Conflicts - min(len(s.refused), KeepRefused), Skipped: s.Skipped, SkippedSince: s.LastStart}
+	if totals.Runs == nil {
+		totals.Runs = make(map[string]int)
+	}
+	for _, rec := range s.Runs[:drop] {
+		totals.Runs[rec.Result]++
+	}
+	kept := append([]Record{totals}, s.Runs[drop:]...)
 	var refused []Record
 	for _, rec := range recs {
 		if rec.Kind == KindRefused {
 			refused = append(refused, rec)
 		}
 	}
-	kept := append(runs, refused[max(0, len(refused)-KeepRefused):]...)
-	left := Summarize(kept)
-	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: make(map[string]int),
-		Conflicts: all.Conflicts - left.Conflicts, Skipped: all.Skipped - left.Skipped, SkippedSince: all.LastStart}
-	for result, n := range all.RunsTotal {
-		totals.Runs[result] = n - left.RunsTotal[result]
+	for _, rec := range refused[max(0, len(refused)-KeepRefused):] {
+		kept = append(kept, rec)
+		if rec.At > s.LastStart {
+			totals.Skipped--
+		}
 	}
-	return append([]Record{totals}, kept...)
-}
-
-func add(to, from map[string]int) {
-	for k, n := range from {
-		to[k] += n
-	}
+	kept[0] = totals
+	return kept
 }
