@@ -138,6 +138,15 @@ type historyLock struct {
 	ended bool // noteResult has said how the command ended
 }
 
+// Renew is the file lock's renewal, which the supervisor's Verify needs
+// (run.go looks for it on the lock it holds): the wrapper must not hide it.
+func (l *historyLock) Renew() error {
+	if r, ok := l.heldLock.(interface{ Renew() error }); ok {
+		return r.Renew()
+	}
+	return nil
+}
+
 func (l *historyLock) Unwrap() heldLock { return l.heldLock }
 
 func (l *historyLock) Release() error {
