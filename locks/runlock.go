@@ -42,6 +42,10 @@ type RunLocker struct {
 	// the holder and how long this acquirer has waited so far (the
 	// command line draws its waiting line and logs the event from it).
 	OnWait func(holder *Holder, waited time.Duration)
+	// OnReclaim, when set, is called with the payload of each stale lock
+	// this locker moved aside: its holder's run ended unobserved (the run
+	// history records it).
+	OnReclaim func(Payload)
 
 	self Identity
 	now  func() time.Time
@@ -402,6 +406,9 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 		return false, err
 	}
 	r.at("reclaim:after-rename")
+	if r.OnReclaim != nil {
+		r.OnReclaim(v.payload)
+	}
 	r.Log.Info().Str("event", "reclaimed").Str("reason", string(reason)).
 		Str("lock_file", lockPath).Str("moved_to", dst).
 		Int("holder_pid", v.payload.Pid).Str("run_id", v.payload.RunID).Msg("reclaimed stale lock")

@@ -15,7 +15,6 @@ import (
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/internal/fsys"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/supervisor"
@@ -39,10 +38,7 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 		base: history.Record{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
 	}
 	if b, ok := be.(fileBackend); ok {
-		if b.locker.FS == nil {
-			b.locker.FS = fsys.OS{}
-		}
-		b.locker.FS = reclaimWatch{b.locker.FS, h}
+		b.locker.OnReclaim = h.reclaimed
 	}
 	return historyBackend{be, h}
 }
@@ -53,8 +49,8 @@ type runHistory struct {
 	path string
 	base history.Record // the fields every record of this run carries
 
-	mu        sync.Mutex
-	reclaimed []string // where the stale locks this run reclaimed were moved
+	mu             sync.Mutex
+	unobservedRuns []history.Record // of the stale locks this run reclaimed
 }
 
 // append writes recs in one write(2). A run appends once: at most one
@@ -65,37 +61,18 @@ func (h *runHistory) append(recs ...history.Record) {
 	}
 }
 
-// reclaimWatch is the locker's filesystem, noting every lock file the
-// acquisition moves aside (a stale lock reclaimed: locks' moveLockAside).
-type reclaimWatch struct {
-	locks.FS
-	h *runHistory
-}
-
-func (w reclaimWatch) RenameNoReplace(from, to string) error {
-	err := w.FS.RenameNoReplace(from, to)
-	if err == nil && strings.HasSuffix(from, ".lock") {
-		w.h.mu.Lock()
-		w.h.reclaimed = append(w.h.reclaimed, to)
-		w.h.mu.Unlock()
+// reclaimed notes a stale lock this run's acquisition moved aside: the run
+// it names ended unobserved (its withlock was SIGKILLed), and this run's
+// append records it.
+func (h *runHistory) reclaimed(p locks.Payload) {
+	if p.Pid == 0 {
+		return // not a payload withlock can name a run by (corrupt, foreign)
 	}
-	return err
-}
-
-// unobserved is a record of each run whose stale lock this run reclaimed,
-// from the payload it left: it ended unobserved.
-func (h *runHistory) unobserved() []history.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var recs []history.Record
-	for _, path := range h.reclaimed {
-		data, err := os.ReadFile(path) // ours: we moved it there (put back or removed meanwhile: skipped)
-		if p, perr := locks.ParsePayload(data); err == nil && perr == nil && p.Pid != 0 {
-			recs = append(recs, history.Record{Kind: history.KindRun, RunID: h.base.RunID, StartedAt: p.CreatedAt,
-				Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host, FencingToken: p.FencingToken, Command: p.Command})
-		}
-	}
-	return recs
+	h.unobservedRuns = append(h.unobservedRuns, history.Record{Kind: history.KindRun, RunID: h.base.RunID,
+		StartedAt: p.CreatedAt, Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host,
+		FencingToken: p.FencingToken, Command: p.Command})
 }
 
 type historyBackend struct {
@@ -161,7 +138,9 @@ func (l *historyLock) Release() error {
 		}
 	}
 	err := l.heldLock.Release()
-	recs := l.h.unobserved()
+	l.h.mu.Lock()
+	recs := l.h.unobservedRuns
+	l.h.mu.Unlock()
 	if l.ended {
 		l.rec.EndedAt = history.Epoch(time.Now())
 		l.rec.Host, _ = os.Hostname()
