@@ -152,18 +152,11 @@ func (l *historyLock) Release() error {
 	return err
 }
 
-// noteResult gives the run's record how the command ended.
+// noteResult gives the run's record how the command ended (a lock that
+// keeps no history is left alone).
 func noteResult(lock heldLock, res supervisor.Result, err error) {
-	for {
-		if l, ok := lock.(*historyLock); ok {
-			l.setResult(res, err)
-			return
-		}
-		w, ok := lock.(interface{ Unwrap() heldLock })
-		if !ok {
-			return
-		}
-		lock = w.Unwrap()
+	if l, ok := lock.(*historyLock); ok {
+		l.setResult(res, err)
 	}
 }
 
