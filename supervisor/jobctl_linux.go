@@ -81,8 +81,8 @@ func (s *supervision) followStop() {
 
 // stallPoll is how often, while the child's group holds the terminal, the
 // main child is looked at for a stop that sends withlock no SIGCHLD
-// (followStalledStop). A variable for tests.
-var stallPoll = 250 * time.Millisecond
+// (followStalledStop).
+const stallPoll = 250 * time.Millisecond
 
 // followStalledStop catches a Ctrl-Z that stops the child's group but not
 // the main child, which then never reports a stop: a shell that forked a
