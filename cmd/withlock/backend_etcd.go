@@ -244,10 +244,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 // the lock was broken or there was none, 64 for a --slot RUN_ID does not
 // have, 73 when etcd could not be read or written.
 func etcdBreak(c *cli.Command, runID string) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, os.Stderr)
 	l, err := etcdLocker(c, log)
 	if err != nil {
 		return err

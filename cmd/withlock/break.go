@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -63,10 +62,7 @@ func breakAction(_ context.Context, c *cli.Command) error {
 	if c.String("backend") == "etcd" {
 		return etcdBreak(c, runID)
 	}
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, os.Stderr)
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
@@ -137,13 +133,17 @@ func breakScopes(c *cli.Command) error {
 func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
 	b, err := locker.Break(runID, c.Bool("force"))
 	var live *locks.LiveHolderError
+	how := "" // how an orphaned holder's tree was ended
 	if errors.As(err, &live) && c.Bool("signal") {
-		b, err = signalThenBreak(locker, live, c.Duration("grace"))
+		if live.Holder.Orphaned {
+			b, how, err = endTreeThenBreak(locker, live, c.Duration("grace"))
+		} else {
+			b, err = signalThenBreak(locker, live, c.Duration("grace"))
+		}
 	}
-	var ended *treeEnded
 	switch {
-	case errors.As(err, &ended):
-		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), ended.how, ended.broken.MovedTo)
+	case err == nil && how != "":
+		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), how, b.MovedTo)
 		return nil
 	case errors.Is(err, errReleased):
 		say("pid %d released the lock of %s after SIGTERM", live.Holder.Pid, slotName(runID))
@@ -180,17 +180,6 @@ func breakHint(live *locks.LiveHolderError) string {
 // errReleased: after --signal's TERM the holder released the lock itself.
 var errReleased = errors.New("released by its holder")
 
-// errPidReused: the holder's pid now names a process that started at
-// another time; the holder itself is gone.
-var errPidReused = errors.New("pid reused")
-
-// holderGone reports whether signalling the holder failed because it has
-// ended since Break found it alive: its pid is gone, or names another
-// process now. Its lock is then released or stale, not a reason to fail.
-func holderGone(err error) bool {
-	return errors.Is(err, syscall.ESRCH) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, errPidReused)
-}
-
 // signalThenBreak sends TERM to a live local holder, waits up to grace for
 // it to release, and breaks that holder's lock if it is still there. A
 // holder that released is reported, and the lock (if a new holder took it
@@ -198,13 +187,10 @@ func holderGone(err error) bool {
 // signalled (its pid may be another process's): its lock is judged as is.
 func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
 	h := live.Holder
-	if h.Orphaned {
-		return endTreeThenBreak(locker, live, grace)
-	}
 	if live.Liveness != locks.HolderAlive {
 		return nil, live // nothing we can signal from here
 	}
-	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil && !holderGone(err) {
+	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("signal pid %d: %w", h.Pid, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,26 +16,18 @@ import (
 // system call returns.
 const treeKillWait = 10 * time.Second
 
-// treeEnded is `break --signal`'s outcome for an orphaned holder: its
-// command's tree was ended and the lock moved aside.
-type treeEnded struct {
-	broken *locks.Broken
-	how    string
-}
-
-func (e *treeEnded) Error() string { return "command ended, lock moved aside" }
-
 // endTreeThenBreak ends the command tree of an orphaned holder (holder
 // dead, command still running): TERM to every process that holds the tree
 // file and to their process groups' members, up to grace for the tree file's
 // flock to come free, then KILL to whatever is left, and then moves the
 // lock aside — only the lock of that acquisition, which a new holder
-// cannot have taken while the tree held it.
-func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
+// cannot have taken while the tree held it. It reports how the tree was
+// ended.
+func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, string, error) {
 	h := live.Holder
 	how := "TERM"
 	if !h.PidsKnown {
-		return nil, fmt.Errorf("%v: its command's pids cannot be found in /proc, so it cannot be signalled from here", live)
+		return nil, "", fmt.Errorf("%v: its command's pids cannot be found in /proc, so it cannot be signalled from here", live)
 	}
 	signalTree(h.Pids, syscall.SIGTERM)
 	if err := awaitTree(locker, &h, grace); err != nil {
@@ -44,17 +35,14 @@ func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grac
 		h.FindPids()
 		signalTree(h.Pids, syscall.SIGKILL)
 		if err := awaitTree(locker, &h, treeKillWait); err != nil {
-			return nil, fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
+			return nil, "", fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
 		}
 	}
 	b, err := locker.BreakHolder(live.RunID, h.LockID)
 	if errors.Is(err, locks.ErrNoLock) {
-		return nil, errReleased
+		return nil, "", errReleased
 	}
-	if err != nil {
-		return nil, err
-	}
-	return nil, &treeEnded{broken: b, how: fmt.Sprintf("pids %s: %s", joinPids(live.Holder.Pids), how)}
+	return b, fmt.Sprintf("pids %s: %s", joinPids(live.Holder.Pids), how), err
 }
 
 func awaitTree(locker *locks.RunLocker, h *locks.Holder, d time.Duration) error {
@@ -63,22 +51,13 @@ func awaitTree(locker *locks.RunLocker, h *locks.Holder, d time.Duration) error 
 	return locker.AwaitTreeEnd(ctx, h)
 }
 
-// signalTree sends sig to each pid that is still the process it was when
-// found (its start time checked through a pidfd, see signalHolder).
+// signalTree sends sig to each pid that is still there; the pids are
+// those the holder's tree had when last found (Holder.FindPids).
 func signalTree(pids []int, sig syscall.Signal) {
 	for _, pid := range pids {
-		start, err := locks.ProcessStartTime(pid)
-		if err != nil {
-			continue // gone already
-		}
-		signalHolder(pid, start, sig)
+		signalHolder(pid, 0, sig)
 	}
 }
 
-func joinPids(pids []int) string {
-	s := make([]string, len(pids))
-	for i, pid := range pids {
-		s[i] = strconv.Itoa(pid)
-	}
-	return strings.Join(s, " ")
-}
+// joinPids is "123 124 125".
+func joinPids(pids []int) string { return strings.Trim(fmt.Sprint(pids), "[]") }

@@ -37,7 +37,13 @@ func superviseFlags() []cli.Flag {
 func logFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json", Validator: oneOf("console", "json")},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)",
+			Validator: func(s string) error {
+				if _, err := zerolog.ParseLevel(s); err != nil || s == "" {
+					return errors.New("want debug, info, warn or error")
+				}
+				return nil
+			}},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
 	}
 }
@@ -52,23 +58,17 @@ func oneOf(words ...string) func(string) error {
 	}
 }
 
-// newLogger builds the stderr logger from the logging flags. The console
-// form is one plain line per event, prefixed "withlock:".
-func newLogger(c *cli.Command) (zerolog.Logger, error) { return newLoggerTo(c, os.Stderr) }
-
-// newLoggerTo is newLogger writing to out (stderr, or a writer that shares
-// stderr with the waiting line).
-func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
+// newLogger builds the logger from the logging flags, writing to out
+// (stderr, or a writer that shares stderr with the waiting line). The
+// console form is one plain line per event, prefixed "withlock:".
+func newLogger(c *cli.Command, out io.Writer) zerolog.Logger {
 	levelName := c.String("log-level")
 	if c.String("log-format") == "json" && !c.IsSet("log-level") {
 		levelName = "info" // a machine reading JSON wants the events, not just problems
 	}
-	level, err := zerolog.ParseLevel(levelName)
-	if err != nil || levelName == "" {
-		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
-	}
+	level, _ := zerolog.ParseLevel(levelName) // checked by the flag's Validator
 	if c.String("log-format") == "json" {
-		return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
+		return zerolog.New(out).Level(level).With().Timestamp().Logger()
 	}
 	w := zerolog.ConsoleWriter{
 		Out:         out,
@@ -79,5 +79,5 @@ func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
 		// only machines want stay in the JSON form.
 		FieldsExclude: []string{"event", "run_id", "holder_pid"},
 	}
-	return zerolog.New(w).Level(level), nil
+	return zerolog.New(w).Level(level)
 }

@@ -82,10 +82,7 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 func runAction(ctx context.Context, c *cli.Command) error {
 	line := newWaitLine(os.Stderr, c.Args().First())
 	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
-	log, err := newLoggerTo(c, line)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, line)
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}

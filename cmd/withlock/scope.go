@@ -47,10 +47,7 @@ Examples:
 }
 
 func scopeAction(ctx context.Context, c *cli.Command) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, os.Stderr)
 	// Subscribed before a wait blocks and before the spawn: a signal
 	// during a wait or the spawn is queued.
 	sigs := supervisor.NotifyAsync() // see main.go
