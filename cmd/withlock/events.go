@@ -26,7 +26,6 @@ type runEvents struct {
 	log      zerolog.Logger
 	runID    string
 	start    time.Time
-	pid      int
 	quiet    bool // -q
 	waitOnce sync.Once
 	acquire  time.Time // when the lock was granted
@@ -42,7 +41,20 @@ func init() {
 }
 
 func newRunEvents(log zerolog.Logger, runID string, quiet bool) *runEvents {
-	return &runEvents{log: log, runID: runID, start: time.Now(), pid: os.Getpid(), quiet: quiet}
+	return &runEvents{log: log, runID: runID, start: time.Now(), quiet: quiet}
+}
+
+// event starts the info event name of this run.
+func (e *runEvents) event(name string) *zerolog.Event {
+	return e.log.Info().Str("event", name).Str("run_id", e.runID).Int("pid", os.Getpid())
+}
+
+// send logs ev, with child_pid once a child has been started.
+func (e *runEvents) send(ev *zerolog.Event, msg string) {
+	if e.childPid > 0 {
+		ev = ev.Int("child_pid", e.childPid)
+	}
+	ev.Msg(msg)
 }
 
 // waiting logs "waiting" the first time the lock is found held (h), not
@@ -52,7 +64,7 @@ func (e *runEvents) waiting(h *locks.Holder) {
 		if e.quiet {
 			return
 		}
-		ev := e.log.Info().Str("event", "waiting").Str("run_id", e.runID).Int("pid", e.pid)
+		ev := e.event("waiting")
 		if h != nil {
 			ev = ev.Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
 			if h.CreatedAt > 0 {
@@ -72,41 +84,28 @@ func (e *runEvents) acquired(lock heldLock) {
 		return
 	}
 	e.acquire = time.Now()
-	var lockID string
-	var token uint64
+	env := map[string]string{}
 	for _, kv := range lock.Env() {
-		if v, ok := strings.CutPrefix(kv, "WITHLOCK_LOCK_ID="); ok {
-			lockID = v
-		} else if v, ok := strings.CutPrefix(kv, "WITHLOCK_FENCING_TOKEN="); ok {
-			token, _ = strconv.ParseUint(v, 10, 64)
-		}
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	e.log.Info().Str("event", "acquired").Str("run_id", e.runID).Int("pid", e.pid).
-		Str("lock_id", lockID).Uint64("fencing_token", token).
+	token, _ := strconv.ParseUint(env["WITHLOCK_FENCING_TOKEN"], 10, 64)
+	e.event("acquired").Str("lock_id", env["WITHLOCK_LOCK_ID"]).Uint64("fencing_token", token).
 		Dur("waited_ms", e.acquire.Sub(e.start)).Msg("lock acquired")
 }
 
 // child records the pid of the child started under the lock, for the
 // events after spawn (the supervisor's own carry child_pid already).
 func (e *runEvents) child(pid int) {
-	if e != nil && pid > 0 {
+	if e != nil {
 		e.childPid = pid
 	}
 }
 
 func (e *runEvents) released() {
 	if e != nil {
-		e.withChild(e.log.Info().Str("event", "released").Str("run_id", e.runID).Int("pid", e.pid).
-			Dur("held_ms", time.Since(e.acquire))).Msg("lock released")
+		e.send(e.event("released").Dur("held_ms", time.Since(e.acquire)), "lock released")
 	}
-}
-
-// withChild adds child_pid to ev once a child has been started.
-func (e *runEvents) withChild(ev *zerolog.Event) *zerolog.Event {
-	if e.childPid > 0 {
-		ev = ev.Int("child_pid", e.childPid)
-	}
-	return ev
 }
 
 // exit logs the status withlock is about to exit with; with -q, not after
@@ -119,6 +118,5 @@ func (e *runEvents) exit(err error) {
 	if err != nil {
 		status, _ = statusOf(err)
 	}
-	e.withChild(e.log.Info().Str("event", "exit").Str("run_id", e.runID).Int("pid", e.pid).
-		Int("status", status).Dur("duration_ms", time.Since(e.start))).Msg("exit")
+	e.send(e.event("exit").Int("status", status).Dur("duration_ms", time.Since(e.start)), "exit")
 }

@@ -3,19 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/supervisor"
 )
 
 // Exit statuses of SPEC §2 that this package sets; the supervisor sets
 // the others (76 lock lost, 124 timeout, 126 not executable, 127 not
 // found, 128+N the child died of signal N).
 const (
-	exitUsage       = 64 // EX_USAGE
-	exitCantCreate  = 73 // EX_CANTCREAT: the lock could not be taken because of an error
-	exitTempFail    = 75 // EX_TEMPFAIL: the lock is held by someone else
-	exitSignalsBase = 128
+	exitUsage      = 64 // EX_USAGE
+	exitCantCreate = 73 // EX_CANTCREAT: the lock could not be taken because of an error
+	exitTempFail   = 75 // EX_TEMPFAIL: the lock is held by someone else
 )
 
 // exitError carries an exit status out of a command; only main exits.
@@ -55,10 +56,10 @@ func silentExit(code int) error { return &exitError{code: code} }
 // started it sees what a Ctrl-C or Ctrl-\ did and stops its loop (bash
 // breaks a loop only for a command killed by SIGINT, not for status 130);
 // for any other signal it exits 128+N.
-func signalStatus(sig syscall.Signal) error {
-	e := &exitError{code: exitSignalsBase + int(sig)}
+func signalStatus(sig os.Signal) error {
+	e := &exitError{code: supervisor.ExitStatusForSignal(sig)}
 	if sig == syscall.SIGINT || sig == syscall.SIGQUIT {
-		e.sig = sig
+		e.sig = sig.(syscall.Signal)
 	}
 	return e
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -119,8 +118,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	be = recordHistory(c, log, be, runID, argv) // history.go
-	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done,
-		func(err error) error { return acquireFailure(c, log, runID, err) })
+	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done)
 	events.exit(err)
 	return err
 }
@@ -129,10 +127,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 // once flags are parsed: wait for the lock (a signal aborts the wait), run
 // the child with a heartbeat, release, and pass the status through. id
 // names the lock in logs (run id or scope name); events logs the run's
-// life (nil for scope); failure maps a failed acquisition to its exit
-// status.
+// life (nil for scope).
 func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals, events *runEvents,
-	be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
+	be backend, id string, argv []string, afterWait func()) (result error) {
 	if c.Bool("die-with-parent") {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
@@ -150,7 +147,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	lock, err := acquireInterruptible(sigs, be, id, c.Duration("wait"))
 	afterWait()
 	if err != nil {
-		return failure(err)
+		return acquireFailure(c, log, id, err)
 	}
 	if named, ok := lock.(interface{ Name() string }); ok {
 		id = named.Name() // a scope's name is known once it is registered
@@ -255,22 +252,19 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 }
 
 // acquireFailure maps a failed acquisition of the run lock of runID, or of
-// a scope (runID ""), to its exit status and line.
+// a scope (c is scope's), to its exit status and line.
 func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
 	var sig signalled
 	var held *locks.HeldError
 	switch {
 	case errors.As(err, &sig):
-		if s, ok := sig.sig.(syscall.Signal); ok {
-			return signalStatus(s) // dies of INT and QUIT
-		}
-		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+		return signalStatus(sig.sig) // dies of INT and QUIT
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
 	case errors.Is(err, locks.ErrHeld), errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			ev := log.Error().Str("event", "conflict")
-			if runID != "" {
+			if c.Name == "run" {
 				ev = ev.Str("run_id", runID)
 			}
 			if errors.As(err, &held) {
@@ -278,20 +272,15 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error)
 			}
 			ev.Msg(err.Error())
 		}
-		return conflictExit(c, err)
+		// --conflict-exit-code, nothing more printed; it wraps err (the
+		// exit event tells a conflict by it).
+		return &exitError{code: c.Int("conflict-exit-code"), err: err}
 	case errors.Is(err, scope.ErrUsage):
 		return usageError("scope: %v", err)
-	case runID == "":
+	case c.Name == "scope":
 		return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
-}
-
-// conflictExit is the end of a run or scope refused because someone else
-// holds the lock: --conflict-exit-code, nothing more printed. It wraps err
-// (the exit event tells a conflict by it).
-func conflictExit(c *cli.Command, err error) error {
-	return &exitError{code: c.Int("conflict-exit-code"), err: err}
 }
 
 // releaseBounded releases the lock and reports whether that worked. A

@@ -65,8 +65,7 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
-	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {},
-		func(err error) error { return acquireFailure(c, log, "", err) })
+	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {})
 }
 
 // scopeRequest reads --name, --allow, --delegate-from and --socket; each

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -93,31 +92,11 @@ func (w *waitLine) drawLocked() {
 	w.drawn = true
 }
 
-// text is the line: the most useful facts first, the command (which may be
-// long) last, where cutting it costs least.
+// text is the line: how long we have waited, then the holder as a
+// conflict names it (Holder.Describe).
 func (w *waitLine) text(now time.Time) string {
-	h := &w.holder
-	var b strings.Builder
-	fmt.Fprintf(&b, "withlock: waiting %s for %q, ", roundSeconds(now.Sub(w.started)), w.runID)
-	if h.Torn {
-		fmt.Fprintf(&b, "held by an unreadable lock file written %s ago", roundSeconds(now.Sub(h.ModTime)))
-		return b.String()
-	}
-	fmt.Fprintf(&b, "held by pid %d", h.Pid)
-	if h.Host != "" {
-		fmt.Fprintf(&b, " on %s", h.Host)
-	}
-	if h.CreatedAt > 0 {
-		fmt.Fprintf(&b, " for %s", roundSeconds(now.Sub(h.Created())))
-	}
-	if h.Command != "" {
-		fmt.Fprintf(&b, ": %s", h.Command)
-	}
-	return b.String()
-}
-
-func roundSeconds(d time.Duration) time.Duration {
-	return max(d, 0).Round(time.Second)
+	waited := max(now.Sub(w.started), 0).Round(time.Second)
+	return fmt.Sprintf("withlock: waiting %s for %q, held by %s", waited, w.runID, w.holder.Describe(now))
 }
 
 func (w *waitLine) Write(p []byte) (int, error) {
