@@ -81,3 +81,41 @@ func newLogger(c *cli.Command, out io.Writer) zerolog.Logger {
 	}
 	return zerolog.New(w).Level(level)
 }
+
+// lockFlags are where run locks live, for run, status and break: --dir,
+// --backend and the etcd flags; then more, the command's own.
+func lockFlags(more ...[]cli.Flag) []cli.Flag {
+	return slices.Concat(append([]cli.Flag{dirFlag(), backendFlag()}, etcdFlags()...), slices.Concat(more...))
+}
+
+// dirFlag is every --dir flag (run, status, break, gc): where the lock
+// directory is when the flag is not given (locks.ResolveDir).
+func dirFlag() cli.Flag { return &cli.StringFlag{Name: "dir", Usage: dirUsage} }
+
+const dirUsage = "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, /run/withlock for root, /tmp/withlock-UID for others)"
+
+// scopeFileFlag is every --scope-file flag (scope, status, break): the
+// registry is in the run lock's default dir, not the one --dir or
+// $WITHLOCK_DIR names (scope.FilePath).
+func scopeFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, /run/withlock/scope.lock for root, /tmp/withlock-UID/scope.lock for others)"}
+}
+
+// semFlags are run's flags for semaphores and shared locks (SPEC §6).
+func semFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max", Usage: "a counting semaphore: up to `N` holders of RUN_ID at once, each told its WITHLOCK_SLOT (0…N-1)"},
+		&cli.BoolFlag{Name: "shared", Usage: "hold RUN_ID shared, as flock -s: shared holders run together; a plain (exclusive) run of RUN_ID waits for them and keeps new ones out"},
+	}
+}
+
+// checkSlotFlags refuses --max and --shared where they cannot work (exit 64).
+func checkSlotFlags(c *cli.Command) error {
+	switch {
+	case c.IsSet("max") && c.Bool("shared"):
+		return usageError("run: --max and --shared exclude each other")
+	case c.IsSet("max") && c.Int("max") < 1:
+		return usageError("run: --max %d: must be at least 1", c.Int("max"))
+	}
+	return nil
+}

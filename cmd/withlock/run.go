@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -289,7 +290,7 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error)
 // onStuck runs; onStuck ends the process with the run's status (exitNow),
 // so the hung release is left behind.
 //
-// The descriptors set aside for the release (fdlimit.go) are handed back
+// The descriptors set aside for the release (checkDescriptors, app.go) are handed back
 // only when it runs out of descriptors: a release that cannot open a file
 // has changed nothing, and runs again with them. Closing them first would
 // put two closes on the way to the next holder's start, for the rare run
@@ -299,7 +300,7 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck fun
 	go func() {
 		err := lock.Release()
 		if locks.OutOfDescriptors(err) {
-			locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
+			locks.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
 			err = lock.Release()
 		}
 		released <- err
@@ -320,3 +321,15 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck fun
 // releaseBound is how long releaseBounded waits for a release; a variable
 // for tests.
 var releaseBound = 5 * time.Second
+
+// childEnv is base with add appended, and without any earlier setting of
+// the variables add sets: a withlock nested in another's child must hand
+// down its own WITHLOCK_RUN_ID, and for getenv the first of two equal keys
+// wins.
+func childEnv(base, add []string) []string {
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		key, _, _ := strings.Cut(kv, "=")
+		return slices.ContainsFunc(add, func(a string) bool { return strings.HasPrefix(a, key+"=") })
+	})
+	return append(env, add...)
+}

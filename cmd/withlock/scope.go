@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,9 +57,24 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
 	}
-	req, err := scopeRequest(c)
+	// Each --allow scope's path is taken as the kernel would reach it (a
+	// relative one from the working directory, symlinks before "..") and
+	// stored in that form.
+	texts := c.StringSlice("allow")
+	if len(texts) == 0 {
+		return usageError("scope: no --allow PATH:read|write[:recursive] given")
+	}
+	cwd, err := os.Getwd()
 	if err != nil {
-		return err
+		return exitWith(exitCantCreate, fmt.Errorf("scope: working directory: %w", err))
+	}
+	req := scope.Request{Name: c.String("name"), DelegateFrom: c.String("delegate-from"), Socket: c.String("socket")}
+	for _, text := range texts {
+		spec, err := scope.ResolveSpec(text, cwd)
+		if err != nil {
+			return usageError("scope: %v", err)
+		}
+		req.Allow = append(req.Allow, spec)
 	}
 	path, err := filepath.Abs(scope.FilePath(c.String("scope-file"), os.Getenv))
 	if err != nil {
@@ -66,32 +82,6 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	}
 	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
 	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {})
-}
-
-// scopeRequest reads --name, --allow, --delegate-from and --socket; each
-// scope's path is taken as the kernel would reach it (a relative one from
-// the working directory, symlinks before "..") and stored in that form.
-func scopeRequest(c *cli.Command) (scope.Request, error) {
-	texts := c.StringSlice("allow")
-	if len(texts) == 0 {
-		return scope.Request{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return scope.Request{}, exitWith(exitCantCreate, fmt.Errorf("scope: working directory: %w", err))
-	}
-	scopes := make([]scope.Spec, len(texts))
-	for i, text := range texts {
-		if scopes[i], err = scope.ResolveSpec(text, cwd); err != nil {
-			return scope.Request{}, usageError("scope: %v", err)
-		}
-	}
-	return scope.Request{
-		Name:         c.String("name"),
-		Allow:        scopes,
-		DelegateFrom: c.String("delegate-from"),
-		Socket:       c.String("socket"),
-	}, nil
 }
 
 // scopeBackend registers in the scope registry through the run lock's
@@ -111,16 +101,14 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 	deadline := time.Now().Add(wait)
 	for pause := 50 * time.Millisecond; ; pause = min(pause*2, time.Second) {
 		alloc, err := b.file.Register(ctx, b.req)
-		if err == nil {
-			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		retryable := errors.Is(err, scope.ErrConflict) || errors.Is(err, scope.ErrBusy)
 		left := time.Until(deadline)
-		if !retryable || (wait >= 0 && left <= 0) {
-			return nil, err
+		switch {
+		case err == nil:
+			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
+		case ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		case !errors.Is(err, scope.ErrConflict) && !errors.Is(err, scope.ErrBusy), wait >= 0 && left <= 0:
+			return nil, err // not worth a retry, or the wait ran out
 		}
 		b.beforeWait()
 		sleep := pause/2 + rand.N(pause/2+1) // jittered, doubling up to a second
@@ -158,10 +146,9 @@ const scopeCheckEvery = 2 * time.Second
 func (h *scopeHold) Heartbeat() (<-chan error, func()) {
 	lost := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	var checker sync.WaitGroup
 	alloc := h.alloc // the goroutine's own: Keep updates it
-	go func() {
-		defer close(done)
+	checker.Go(func() {
 		tick := time.NewTicker(scopeCheckEvery)
 		defer tick.Stop()
 		var stamp scope.Stamp
@@ -189,8 +176,8 @@ func (h *scopeHold) Heartbeat() (<-chan error, func()) {
 			}
 			stamp, failing = next, ""
 		}
-	}()
-	return lost, func() { cancel(); <-done }
+	})
+	return lost, func() { cancel(); checker.Wait() }
 }
 
 func (h *scopeHold) Env() []string {
