@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -47,17 +46,10 @@ var execBackends = map[string]bool{}
 // backendFlag is --backend, shared by run, status and break; one that
 // names no backend is a usage error (64).
 func backendFlag() cli.Flag {
+	names := slices.Sorted(maps.Keys(backends))
 	return &cli.StringFlag{Name: "backend", Value: "file", Sources: cli.EnvVars("WITHLOCK_BACKEND"),
-		Usage: "where the lock lives: " + strings.Join(backendNames(), "|"),
-		Validator: func(name string) error {
-			if backends[name] == nil {
-				return fmt.Errorf("want one of %s", strings.Join(backendNames(), ", "))
-			}
-			return nil
-		}}
+		Usage: "where the lock lives: " + strings.Join(names, "|"), Validator: oneOf(names...)}
 }
-
-func backendNames() []string { return slices.Sorted(maps.Keys(backends)) }
 
 func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
 	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {

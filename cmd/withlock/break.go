@@ -24,7 +24,7 @@ func breakCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
-		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
+		&durFlag{Name: "grace", Value: defaultBreakGrace, Usage: "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"},
 		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
 		&cli.BoolFlag{Name: "scopes", Usage: "instead of a run lock: move a corrupt scope registry aside (scope.lock.corrupt.<ts>)"},
 		scopeFileFlag(),

@@ -18,8 +18,8 @@ import (
 func superviseFlags() []cli.Flag {
 	return []cli.Flag{
 		&durFlag{Name: "wait", Config: durOpts{forever: true}, Usage: "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"},
-		durationFlag("grace", 10*time.Second, "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"),
-		durationFlag("timeout", 0, "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"),
+		&durFlag{Name: "grace", Value: 10 * time.Second, Usage: "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"},
+		&durFlag{Name: "timeout", Usage: "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"},
 		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else",
 			Validator: func(n int) error {
 				if n < 0 || n > 255 {
