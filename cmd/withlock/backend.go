@@ -52,9 +52,6 @@ func backendFlag() cli.Flag {
 }
 
 func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
-	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {
-		return nil, usageError("--ttl %v: must be positive", c.Duration("ttl"))
-	}
 	ttl, err := locks.ResolveTTL(c.Duration("ttl"), os.Getenv)
 	if err != nil {
 		return nil, usageError("%v", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -21,12 +20,7 @@ func superviseFlags() []cli.Flag {
 		&durFlag{Name: "grace", Value: 10 * time.Second, Usage: "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"},
 		&durFlag{Name: "timeout", Usage: "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"},
 		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else",
-			Validator: func(n int) error {
-				if n < 0 || n > 255 {
-					return errors.New("must be 0..255")
-				}
-				return nil
-			}},
+			Validator: check(func(n int) bool { return n >= 0 && n <= 255 }, "must be 0..255")},
 		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn", Validator: oneOf("kill", "warn")},
 		&cli.BoolFlag{Name: "die-with-parent", Usage: "end (tearing the child down) when withlock's parent dies"},
 		&cli.BoolFlag{Name: "keep-orphans", Usage: "let daemons the child left behind live on after it exits"},
@@ -38,24 +32,25 @@ func logFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json", Validator: oneOf("console", "json")},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)",
-			Validator: func(s string) error {
-				if _, err := zerolog.ParseLevel(s); err != nil || s == "" {
-					return errors.New("want debug, info, warn or error")
-				}
-				return nil
-			}},
+			Validator: check(func(s string) bool { _, err := zerolog.ParseLevel(s); return err == nil && s != "" }, "want debug, info, warn or error")},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
+	}
+}
+
+// check is a flag's Validator: a value is refused with msg unless ok.
+// urfave/cli names the flag and the value (exit 64).
+func check[T any](ok func(T) bool, msg string) func(T) error {
+	return func(v T) error {
+		if !ok(v) {
+			return errors.New(msg)
+		}
+		return nil
 	}
 }
 
 // oneOf is the Validator of a flag that takes one of words.
 func oneOf(words ...string) func(string) error {
-	return func(s string) error {
-		if !slices.Contains(words, s) {
-			return fmt.Errorf("want %s", strings.Join(words, " or "))
-		}
-		return nil
-	}
+	return check(func(s string) bool { return slices.Contains(words, s) }, "want "+strings.Join(words, " or "))
 }
 
 // newLogger builds the logger from the logging flags, writing to out
@@ -104,18 +99,16 @@ func scopeFileFlag() cli.Flag {
 // semFlags are run's flags for semaphores and shared locks (SPEC §6).
 func semFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "max", Usage: "a counting semaphore: up to `N` holders of RUN_ID at once, each told its WITHLOCK_SLOT (0…N-1)"},
+		&cli.IntFlag{Name: "max", Usage: "a counting semaphore: up to `N` holders of RUN_ID at once, each told its WITHLOCK_SLOT (0…N-1)",
+			Validator: check(func(n int) bool { return n >= 1 }, "must be at least 1")},
 		&cli.BoolFlag{Name: "shared", Usage: "hold RUN_ID shared, as flock -s: shared holders run together; a plain (exclusive) run of RUN_ID waits for them and keeps new ones out"},
 	}
 }
 
-// checkSlotFlags refuses --max and --shared where they cannot work (exit 64).
+// checkSlotFlags refuses --max with --shared (exit 64).
 func checkSlotFlags(c *cli.Command) error {
-	switch {
-	case c.IsSet("max") && c.Bool("shared"):
+	if c.IsSet("max") && c.Bool("shared") {
 		return usageError("run: --max and --shared exclude each other")
-	case c.IsSet("max") && c.Int("max") < 1:
-		return usageError("run: --max %d: must be at least 1", c.Int("max"))
 	}
 	return nil
 }

@@ -20,7 +20,8 @@ import (
 )
 
 func runCommand() *cli.Command {
-	ttl := &durFlag{Name: "ttl", Usage: "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)"}
+	ttl := &durFlag{Name: "ttl", Usage: "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)",
+		Validator: check(func(d time.Duration) bool { return d > 0 }, "must be positive")}
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
