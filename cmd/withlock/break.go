@@ -34,12 +34,8 @@ func breakCommand() *cli.Command {
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
 		ArgsUsage: "RUN_ID | --scopes",
 		Description: `Moves the lock of RUN_ID aside, never over an earlier stale file; the
-fencing counter stays. Without --force only a stale lock; --signal asks a
-live holder on this host to stop first. For a semaphore or shared lock
-every slot, or with --slot K one. With --scopes it moves a corrupt scope
-registry aside instead (live holders put their allocations back). Exits 0
-moved, released or none; 75 refused; 73 could not read or move. Details:
-withlock(1).
+fencing counter stays. Exits 0 moved, released or none; 75 refused; 73
+could not read or move. Details: withlock(1).
 
 Examples:
    withlock break nightly-backup

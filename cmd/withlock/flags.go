@@ -11,6 +11,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
+
+	"github.com/withlock/withlock/supervisor"
 )
 
 // Flags shared by every command that runs a child (run, scope).
@@ -26,6 +28,9 @@ func superviseFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-orphans", Usage: "let daemons the child left behind live on after it exits"},
 	}
 }
+
+// lostPolicies are the words of --on-lock-lost.
+var lostPolicies = map[string]supervisor.LostPolicy{"kill": supervisor.KillOnLost, "warn": supervisor.WarnOnLost}
 
 // Logging flags, on every command.
 func logFlags() []cli.Flag {

@@ -175,10 +175,6 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if r, ok := lock.(interface{ Renew() error }); ok {
 		verify = r.Renew
 	}
-	onLost := supervisor.WarnOnLost
-	if c.String("on-lock-lost") == "kill" {
-		onLost = supervisor.KillOnLost
-	}
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:    argv,
 		Path:    path,
@@ -191,7 +187,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 			lost, stopHeartbeat = lock.Heartbeat()
 			return lost
 		},
-		OnLost:      onLost,
+		OnLost:      lostPolicies[c.String("on-lock-lost")],
 		Verify:      verify,
 		KeepOrphans: c.Bool("keep-orphans"),
 		// The supervisor's events (lost, signal_forwarded, timeout,

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,8 +26,6 @@ func scopeCommand() *cli.Command {
 		&cli.StringFlag{Name: "socket", Usage: "socket `PATH` recorded with the allocation"},
 		scopeFileFlag(),
 	}
-	flags = append(flags, superviseFlags()...)
-	flags = append(flags, logFlags()...)
 	return &cli.Command{
 		Name:      "scope",
 		Usage:     "hold path scopes in your per-user registry while COMMAND runs",
@@ -41,7 +40,7 @@ Examples:
    withlock scope --allow /project/src:write:recursive -- make
    withlock scope --allow /project/src/core:write:recursive -- tool   (inside the first: delegated)
    withlock status --scopes`,
-		Flags:        flags,
+		Flags:        slices.Concat(flags, superviseFlags(), logFlags()),
 		Action:       scopeAction,
 		StopOnNthArg: new(1), // its first word that is not a flag starts COMMAND (SPEC §1)
 	}
