@@ -21,7 +21,7 @@ import (
 //
 // With -q a run that ends in a conflict writes nothing at all, in either
 // format: no waiting, conflict or exit event (cron mails any output).
-// Every "time" is RFC 3339 in UTC with milliseconds (jsonTimeFormat).
+// Every "time" is RFC 3339 in UTC with milliseconds.
 type runEvents struct {
 	log      zerolog.Logger
 	runID    string
@@ -29,19 +29,13 @@ type runEvents struct {
 	quiet    bool // -q
 	waitOnce sync.Once
 	acquire  time.Time // when the lock was granted
-	childPid int       // the child's pid once it has been started
+	childPid int       // the child's pid once it has been started (for released and exit)
 }
 
-// jsonTimeFormat is the layout of the "time" field of every JSON event.
-const jsonTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
+// The "time" field of every JSON event: RFC 3339, UTC, milliseconds.
 func init() {
-	zerolog.TimeFieldFormat = jsonTimeFormat
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
-}
-
-func newRunEvents(log zerolog.Logger, runID string, quiet bool) *runEvents {
-	return &runEvents{log: log, runID: runID, start: time.Now(), quiet: quiet}
 }
 
 // event starts the info event name of this run.
@@ -92,14 +86,6 @@ func (e *runEvents) acquired(lock heldLock) {
 	token, _ := strconv.ParseUint(env["WITHLOCK_FENCING_TOKEN"], 10, 64)
 	e.event("acquired").Str("lock_id", env["WITHLOCK_LOCK_ID"]).Uint64("fencing_token", token).
 		Dur("waited_ms", e.acquire.Sub(e.start)).Msg("lock acquired")
-}
-
-// child records the pid of the child started under the lock, for the
-// events after spawn (the supervisor's own carry child_pid already).
-func (e *runEvents) child(pid int) {
-	if e != nil {
-		e.childPid = pid
-	}
 }
 
 func (e *runEvents) released() {

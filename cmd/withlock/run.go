@@ -105,7 +105,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.String("backend") != "file" {
 		sigs.Wait() // a remote backend's wait may block before it reports it
 	}
-	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
+	events := &runEvents{log: log, runID: runID, start: time.Now(), quiet: c.Bool("quiet")} // waiting, acquired, released, exit (events.go)
 	be, err := backends[c.String("backend")](c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
 		// The wait blocks only once the subscription is in place, so that
 		// the "waiting" event and line mean a signal now ends the wait
@@ -197,7 +197,9 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	events.child(res.Pid)      // for the released and exit events
+	if events != nil {
+		events.childPid = res.Pid // the supervisor's own events carry child_pid already
+	}
 	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
