@@ -207,13 +207,9 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	return silentExit(res.Status)
 }
 
-// signalled is the cause of a wait aborted by a signal.
-type signalled struct{ sig os.Signal }
-
-func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
-
 // acquireInterruptible waits for the lock while watching for signals: one
-// whose default action ends a process aborts the wait, TSTP, TTIN and TTOU
+// whose default action ends a process aborts the wait (the wait's cause is
+// the exit it asks for, signalStatus), TSTP, TTIN and TTOU
 // stop withlock meanwhile, CONT and WINCH change nothing.
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -228,7 +224,7 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 			case s := <-sigs.C():
 				switch {
 				case supervisor.AbortsWait(s):
-					cancel(signalled{s})
+					cancel(signalStatus(s))
 					return
 				case supervisor.StopsJob(s):
 					// Stopped like any waiting process (nothing is held
@@ -254,11 +250,11 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 // acquireFailure maps a failed acquisition of the run lock of runID, or of
 // a scope (c is scope's), to its exit status and line.
 func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
-	var sig signalled
+	var ee *exitError
 	var held *locks.HeldError
 	switch {
-	case errors.As(err, &sig):
-		return signalStatus(sig.sig) // dies of INT and QUIT
+	case errors.As(err, &ee):
+		return ee // a signal aborted the wait: dies of INT and QUIT, else 128+N
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
 	case errors.Is(err, locks.ErrHeld), errors.Is(err, scope.ErrConflict):

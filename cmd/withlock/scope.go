@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
@@ -79,16 +78,15 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
+	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, beforeWait: sigs.Wait}
 	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {})
 }
 
 // scopeBackend registers in the scope registry through the run lock's
 // backend seam, so the wait is the same signal-abortable one.
 type scopeBackend struct {
-	file *scope.Registry
+	file *scope.Registry // its Log is the holder's too
 	req  scope.Request
-	log  zerolog.Logger
 	// beforeWait is called before each pause (required): the signal subscription
 	// must be in place before a wait blocks (supervisor.NotifyAsync).
 	beforeWait func()
@@ -103,7 +101,7 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 		left := time.Until(deadline)
 		switch {
 		case err == nil:
-			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
+			return &scopeHold{file: b.file, alloc: alloc}, nil
 		case ctx.Err() != nil:
 			return nil, context.Cause(ctx)
 		case !errors.Is(err, scope.ErrConflict) && !errors.Is(err, scope.ErrBusy), wait >= 0 && left <= 0:
@@ -129,7 +127,6 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 type scopeHold struct {
 	file  *scope.Registry
 	alloc scope.Allocation
-	log   zerolog.Logger
 }
 
 // scopeCheckEvery is how often a holder checks that its allocation is
@@ -165,12 +162,12 @@ func (h *scopeHold) Heartbeat() (<-chan error, func()) {
 				return
 			case err != nil:
 				if ctx.Err() == nil && err.Error() != failing {
-					h.log.Warn().Str("event", "scope_check_failed").Str("name", h.alloc.Name).Msg(err.Error())
+					h.file.Log.Warn().Str("event", "scope_check_failed").Str("name", h.alloc.Name).Msg(err.Error())
 				}
 				failing = err.Error()
 				continue
 			case restored:
-				h.log.Warn().Str("event", "scope_restored").Str("name", h.alloc.Name).Str("registry", h.file.Path).
+				h.file.Log.Warn().Str("event", "scope_restored").Str("name", h.alloc.Name).Str("registry", h.file.Path).
 					Msg("scope allocation was missing from the registry: put back")
 			}
 			stamp, failing = next, ""
