@@ -58,12 +58,9 @@ func (e *runEvents) waiting(h *locks.Holder) {
 		if e.quiet {
 			return
 		}
-		ev := e.event("waiting")
-		if h != nil {
-			ev = ev.Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
-			if h.CreatedAt > 0 {
-				ev = ev.Dur("held_ms", time.Since(h.Created()))
-			}
+		ev := e.event("waiting").Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
+		if h.CreatedAt > 0 {
+			ev = ev.Dur("held_ms", time.Since(h.Created()))
 		}
 		ev.Msg("lock held, waiting")
 	})

@@ -40,9 +40,9 @@ func newWaitLine(out *os.File, runID string) *waitLine {
 	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
-// Update is called before each wait with the current holder.
+// Update is called before each wait with the current holder (not nil).
 func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
-	if !w.tty || h == nil {
+	if !w.tty {
 		return
 	}
 	w.mu.Lock()
