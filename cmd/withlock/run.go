@@ -239,9 +239,9 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 	watcher.Wait()
 	if cause := context.Cause(ctx); lock != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// The signal won the race with the grant: honour it, run nothing.
-		if rerr := lock.Release(); rerr != nil {
-			return nil, fmt.Errorf("%w (and release failed: %v)", cause, rerr)
-		}
+		// The exit it asks for prints nothing; a release that fails leaves
+		// the lock to its TTL.
+		_ = lock.Release()
 		return nil, cause
 	}
 	return lock, err
