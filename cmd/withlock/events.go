@@ -97,9 +97,6 @@ func (e *runEvents) exit(err error) {
 	if e.quiet && errors.Is(err, locks.ErrHeld) {
 		return
 	}
-	status := 0
-	if err != nil {
-		status, _ = statusOf(err)
-	}
+	status, _ := statusOf(err)
 	e.send(e.event("exit").Int("status", status).Dur("duration_ms", time.Since(e.start)), "exit")
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,9 +46,6 @@ func exitNow(err error) {
 
 // report prints err (unless it asks for silence) and returns its status.
 func report(err error) int {
-	if err == nil {
-		return 0
-	}
 	code, msg := statusOf(err)
 	if msg != "" {
 		fmt.Fprintln(os.Stderr, "withlock: "+msg)
@@ -75,12 +73,7 @@ type exitError struct {
 	sig  syscall.Signal
 }
 
-func (e *exitError) Error() string {
-	if e.msg != "" {
-		return e.msg
-	}
-	return fmt.Sprintf("exit status %d", e.code)
-}
+func (e *exitError) Error() string { return cmp.Or(e.msg, fmt.Sprintf("exit status %d", e.code)) }
 
 func (e *exitError) Unwrap() error { return e.err }
 
@@ -108,11 +101,15 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
-// statusOf maps an error out of the app to an exit status and a message.
+// statusOf maps an error out of the app to an exit status and a message
+// (nil: 0 and none).
 // Errors the app did not classify are usage errors from flag parsing, and
 // so is an argument locks refused (ErrInvalid), whatever wraps it: its own
 // message names it, and never quotes a huge run id whole.
 func statusOf(err error) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
 	var invalid *locks.InvalidError
 	if errors.As(err, &invalid) {
 		return exitUsage, invalid.Error()

@@ -81,8 +81,7 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 }
 
 func runAction(ctx context.Context, c *cli.Command) error {
-	line := newWaitLine(os.Stderr, c.Args().First())
-	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
+	line := newWaitLine(os.Stderr, c.Args().First(), c.Bool("quiet"))
 	log := newLogger(c, line)
 	if err := checkSlotFlags(c); err != nil {
 		return err

@@ -36,8 +36,10 @@ type waitLine struct {
 	redraw  *time.Timer // nil until the first Update
 }
 
-func newWaitLine(out *os.File, runID string) *waitLine {
-	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
+// newWaitLine is the waiting line of runID on out; with quiet (-q) it
+// draws nothing: nothing on stderr unless something is wrong.
+func newWaitLine(out *os.File, runID string, quiet bool) *waitLine {
+	return &waitLine{runID: runID, out: out, tty: !quiet && term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
 // Update is called before each wait with the current holder (not nil).

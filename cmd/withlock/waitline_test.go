@@ -78,9 +78,12 @@ func TestWaitLineUpdatesAndClearsOnATerminal(t *testing.T) {
 	tty, out, closePty := capturePty(t)
 	defer closePty()
 
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	if !w.tty {
 		t.Fatal("a pty is not taken for a terminal")
+	}
+	if newWaitLine(tty, "job", true).tty {
+		t.Fatal("-q draws a waiting line")
 	}
 	w.every = 10 * time.Millisecond
 	w.Update(testHolder(), 3*time.Second)
@@ -111,7 +114,7 @@ func TestWaitLineFitsTheTerminal(t *testing.T) {
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: 24, Cols: 40}); err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	w.Update(testHolder(), 0)
 	w.Done()
 	out.waitFor(t, "the cleared line", func(s string) bool { return strings.HasSuffix(s, "\r\x1b[K") })
@@ -128,7 +131,7 @@ func TestWaitLineSilentWhenNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	w := newWaitLine(wr, "job")
+	w := newWaitLine(wr, "job", false)
 	w.Update(testHolder(), time.Second)
 	w.Done()
 	wr.Close()
@@ -153,7 +156,7 @@ func TestWaitLineStaysOneLine(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tty, out, closePty := capturePty(t)
 	defer closePty()
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	h := testHolder()
 	h.Command = "sh -c sleep 5\n\techo done\x1b[2J"
 	w.Update(h, 0)
@@ -171,7 +174,7 @@ func TestWaitLineWriterClearsTheLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLine(out, "job")
+	w := newWaitLine(out, "job", false)
 	w.drawn = true
 	if _, err := w.Write([]byte("withlock: event\n")); err != nil {
 		t.Fatal(err)
