@@ -39,8 +39,8 @@ var backends = map[string]func(c *cli.Command, log zerolog.Logger, command strin
 }
 
 // execBackends are the backends that hand the whole command over to
-// another binary (etcd in the default build): run hands its signals back
-// before the exec (Signals.HandOver), so none is caught here and lost.
+// another binary (etcd in the default build): run execs it before it
+// subscribes to any signal, so none is caught here and lost.
 var execBackends = map[string]bool{}
 
 // backendFlag is --backend, shared by run, status and break; one that

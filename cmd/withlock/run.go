@@ -86,16 +86,16 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}
-	// Subscribed before the lock wait blocks and before the spawn: a signal
-	// that arrives while we wait for the lock or while the child is being
-	// spawned is queued, not lost. An exec backend (withlock-etcd) gets the
-	// signals back first.
-	sigs := supervisor.NotifyAsync() // see main.go
+	// An exec backend (withlock-etcd) takes over before any signal is
+	// caught here: one that arrives meanwhile acts as on withlock-etcd.
 	if execBackends[c.String("backend")] {
-		sigs.HandOver()
 		_, err := backends[c.String("backend")](c, log, "", nil)
 		return err // only on failure: on success the process is another binary
 	}
+	// Subscribed before the lock wait blocks and before the spawn: a signal
+	// that arrives while we wait for the lock or while the child is being
+	// spawned is queued, not lost.
+	sigs := supervisor.NotifyAsync() // see main.go
 
 	runID, argv, err := splitRunArgs(ctx, c)
 	if err != nil {
