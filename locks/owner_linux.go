@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"fmt"
 	"io/fs"
 	"syscall"
 )
@@ -18,4 +19,12 @@ func inode(fi fs.FileInfo) uint64 {
 		return st.Ino
 	}
 	return 0
+}
+
+// modeText is the mode as chmod takes it: 0770, 1777.
+func modeText(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%04o", st.Mode&0o7777)
+	}
+	return fmt.Sprintf("%04o", fi.Mode().Perm())
 }
