@@ -112,14 +112,11 @@ func checkReadDir(fsys FS, dir string) error {
 	if err != nil {
 		return err
 	}
-	if euid() == 0 {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return checkLockDir(dir, fi)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-		}
-		return nil
+	if euid() != 0 || fi.Mode()&fs.ModeSymlink != 0 {
+		return checkLockDir(dir, fi)
 	}
-	return checkLockDir(dir, fi)
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	return nil
 }

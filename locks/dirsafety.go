@@ -90,9 +90,6 @@ func isShared(fi fs.FileInfo) bool {
 // user's lock state (or a plant), which we must neither change nor wait on.
 // what says which file it is ("guard", "fence", "lock file").
 func checkOwned(what, path string, fi fs.FileInfo) error {
-	if fi == nil {
-		return nil
-	}
 	uid, ok := ownerUID(fi)
 	if !ok || uid == euid() || euid() == 0 {
 		return nil
@@ -122,12 +119,16 @@ func ownerOf(fi fs.FileInfo) string {
 	return userText(uid)
 }
 
-func ownerUID(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+// ownerUID is the uid owning the file fi describes; ok is false when that
+// is not known (no FileInfo: a view a test built).
+func ownerUID(fi fs.FileInfo) (uid int, ok bool) {
+	if fi == nil {
 		return 0, false
 	}
-	return int(st.Uid), true
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	return 0, false
 }
 
 func inode(fi fs.FileInfo) uint64 {
@@ -173,10 +174,8 @@ func writers(fi fs.FileInfo) string {
 // user's stale lock is theirs or root's to move — and its fencing token can
 // still grow, so that moving it does not make the next token smaller.
 func (r *RunLocker) mayReclaim(runID, lockPath string, v lockView, reason StaleReason) error {
-	if v.fi != nil {
-		if err := checkOwned("stale lock file ("+string(reason)+")", lockPath, v.fi); err != nil {
-			return err
-		}
+	if err := checkOwned("stale lock file ("+string(reason)+")", lockPath, v.fi); err != nil {
+		return err
 	}
 	if v.parseErr == nil && v.payload.FencingToken == math.MaxUint64 {
 		return fmt.Errorf("%w: stale lock file %s carries %d, the largest token: move it aside with withlock break --force once no store relies on it",
