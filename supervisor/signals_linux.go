@@ -10,12 +10,30 @@ import (
 	"github.com/withlock/withlock/internal/failpoint"
 )
 
-// Caught are the signals withlock subscribes to (caught, below, says which
-// and why). While the child runs, TERM and INT start the teardown, TSTP,
-// TTIN and TTOU stop the child's tree and withlock with it, and every other
-// one is forwarded to the child's process group; while withlock waits for
-// the lock, see AbortsWait and StopsJob.
-var Caught = caught
+// Caught are the signals withlock subscribes to. While the child runs,
+// TERM and INT start the teardown, TSTP, TTIN and TTOU stop the child's
+// tree and withlock with it, and every other one is forwarded to the
+// child's process group; while withlock waits for the lock, see AbortsWait
+// and StopsJob.
+//
+// It is every standard signal but these: KILL and STOP (they
+// cannot be caught), CHLD (the reaper's, subscribed once the child is
+// forked), URG (the Go runtime's preemption signal, which runc skips
+// too) and PROF (the runtime's profiler consumes a PROF sent to the
+// process; os/signal never delivers one). Realtime signals are not
+// subscribed: each subscription is a round trip to Go's signal thread
+// on every start (30 more of them), an unsubscribed one is discarded by
+// the runtime, and 32–34, the C libraries' own, stay at their default
+// in a Go program whatever it asks.
+var Caught = append([]os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL,
+	syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE,
+	syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
+	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGCONT,
+	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
+	syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO,
+	syscall.SIGPWR, syscall.SIGSYS,
+}, stackFault...)
 
 // Signals is withlock's subscription to the caught signals and SIGCHLD. It
 // is taken at the very start of a run, before the lock wait, so that a
@@ -98,7 +116,7 @@ func (s *Signals) HandOver() {
 	for {
 		select {
 		case sig := <-s.c:
-			raise(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 		default:
 			return
 		}
@@ -109,11 +127,7 @@ func (s *Signals) HandOver() {
 // forked, so the subscription's round trip to Go's signal thread overlaps
 // the child's exec. It is idempotent.
 func (s *Signals) Complete() {
-	s.complete.Do(func() {
-		if len(childChanged) > 0 { // Notify with no signals would relay them all
-			signal.Notify(s.chld, childChanged...)
-		}
-	})
+	s.complete.Do(func() { signal.Notify(s.chld, syscall.SIGCHLD) })
 }
 
 // C delivers the caught signals received.
@@ -137,28 +151,6 @@ func ExitStatusForSignal(sig os.Signal) int {
 	}
 	return 128 + int(syscall.SIGTERM)
 }
-
-var (
-	// caught is every standard signal but these: KILL and STOP (they
-	// cannot be caught), CHLD (the reaper's, subscribed once the child is
-	// forked), URG (the Go runtime's preemption signal, which runc skips
-	// too) and PROF (the runtime's profiler consumes a PROF sent to the
-	// process; os/signal never delivers one). Realtime signals are not
-	// subscribed: each subscription is a round trip to Go's signal thread
-	// on every start (30 more of them), an unsubscribed one is discarded by
-	// the runtime, and 32–34, the C libraries' own, stay at their default
-	// in a Go program whatever it asks.
-	caught = append([]os.Signal{
-		syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL,
-		syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE,
-		syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
-		syscall.SIGALRM, syscall.SIGTERM, syscall.SIGCONT,
-		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU,
-		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO,
-		syscall.SIGPWR, syscall.SIGSYS,
-	}, stackFault...)
-	childChanged = []os.Signal{syscall.SIGCHLD}
-)
 
 // AbortsWait reports whether sig, received while waiting for the lock, ends
 // the wait (status 128+N, or death by INT and QUIT): true for every caught
@@ -184,11 +176,4 @@ func StopsJob(sig os.Signal) bool {
 // forwarded.
 func startsTeardown(sig os.Signal) bool {
 	return sig == syscall.SIGTERM || sig == syscall.SIGINT
-}
-
-// raise sends sig to this process again (Signals.HandOver).
-func raise(sig os.Signal) {
-	if n, ok := sig.(syscall.Signal); ok {
-		_ = syscall.Kill(os.Getpid(), n)
-	}
 }

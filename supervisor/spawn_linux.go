@@ -50,11 +50,7 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 	}
 	files := []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}
 	for _, f := range cfg.ExtraFiles {
-		if f == nil {
-			files = append(files, ^uintptr(0)) // closed in the child
-			continue
-		}
-		files = append(files, f.Fd())
+		files = append(files, f.Fd()) // a nil *os.File's is ^0: closed in the child
 	}
 	attr := &syscall.ProcAttr{
 		Env:   cfg.Env,
