@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Env = os.Environ()
 	}
 	if cfg.Signals == nil {
-		cfg.Signals = Notify()
+		cfg.Signals = NotifyAsync()
 		defer cfg.Signals.Stop()
 	}
 	cfg.Signals.Wait() // every signal from here on is the supervisor's
@@ -132,8 +132,8 @@ var parentAtStart = os.Getppid()
 // dies (--die-with-parent). TERM rather than KILL: withlock handles TERM like
 // any TERM — it aborts a lock wait (status 143), or tears the child's whole
 // tree down (forward, grace, KILL, leftovers) — whereas a KILLed withlock
-// would leave the child's reparented daemons behind. Call it after Notify,
-// so that the TERM is caught. If the parent is already gone, the TERM is
+// would leave the child's reparented daemons behind. Call it after
+// NotifyAsync: once the subscription is in place, the TERM is caught. If the parent is already gone, the TERM is
 // sent at once.
 //
 // The kernel ties the parent-death signal to the parent's forking thread:

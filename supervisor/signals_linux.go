@@ -62,13 +62,6 @@ type Signals struct {
 // package drops what does not fit.
 const buffer = 64
 
-// Notify subscribes, at once, to the caught signals.
-func Notify() *Signals {
-	s := newSignals()
-	s.subscribe()
-	return s
-}
-
 // NotifyAsync returns the subscription at once and makes it on a goroutine
 // of its own: each signal's subscription is a round trip to Go's signal
 // thread, and started first thing, the ~26 of them run alongside the
@@ -79,13 +72,9 @@ func Notify() *Signals {
 // waits for it before it spawns the child, and a lock wait must wait for
 // it before it blocks.
 func NotifyAsync() *Signals {
-	s := newSignals()
+	s := &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1), ready: make(chan struct{})}
 	go s.subscribe()
 	return s
-}
-
-func newSignals() *Signals {
-	return &Signals{c: make(chan os.Signal, buffer), chld: make(chan os.Signal, 1), ready: make(chan struct{})}
 }
 
 func (s *Signals) subscribe() {
