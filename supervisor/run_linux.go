@@ -37,6 +37,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
 	if cfg.Signals == nil {
 		cfg.Signals = NotifyAsync()
 		defer cfg.Signals.Stop()
@@ -56,7 +57,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// Sharing the caller's group, the command never gets the terminal
 	// (it has it with withlock when their group has it); otherwise the
 	// child's own group gets it when withlock holds it now.
-	tty := controllingTerminal(orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr))
+	tty := controllingTerminal(cfg.Stdin, cfg.Stdout, cfg.Stderr)
 	shared := sharesCallersGroup(tty)
 	var term *terminal
 	if !shared && tty != nil && tty.ours() {
