@@ -151,8 +151,9 @@ func (m semMeta) flag() string {
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
-// readOrRecoverMeta rebuilds it from the slots held, without writing it back (status and break
-// must see the slots still held; max is then the least N that fits them).
+// readOrRecoverMeta rebuilds it from the slots held, without writing it
+// back: status and break must see the slots still held (max is then the
+// least N that fits them).
 func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
 	m, found, _, err := r.readOrRecoverMeta(runID)
 	return m.Mode, m.Max, m.Slots, found, err
