@@ -342,10 +342,8 @@ func (r *RunLocker) read(path string) (lockView, error) {
 
 func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
-	if v.fi != nil {
-		if uid, ok := ownerUID(v.fi); ok && uid != euid() {
-			h.Owner = userText(uid)
-		}
+	if uid, ok := ownerUID(v.fi); ok && uid != euid() {
+		h.Owner = userText(uid)
 	}
 	if v.parseErr != nil {
 		h.Torn = true
