@@ -11,7 +11,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -104,20 +103,19 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	if err != nil {
 		return nil, err
 	}
-	s, lw, ttl, err := l.session(ctx, cl)
+	ls, err := l.grantLease(ctx, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			lw.stop()
-			s.Orphan()
-			revokeBounded(cl, s.Lease())
+			ls.stop()
+			revokeBounded(cl, ls.id)
 			cl.Close()
 		}
 	}()
-	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: kind.shared}
+	c := contender{l: l, cl: cl, lease: ls, runID: runID, shared: kind.shared}
 	c.guard, c.slots, c.sizeKey = l.mixRule(runID, kind.shared) // semaphore.go
 	c.size = strconv.Itoa(kind.max)
 	if kind.max == 0 {
@@ -139,15 +137,14 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		}
 	}
 	c.restamp(ctx)
-	return c.held(ttl), nil
+	return c.held(), nil
 }
 
 // contender is one session's place in a run id's queue.
 type contender struct {
 	l     *Locker
 	cl    *clientv3.Client
-	s     *concurrency.Session
-	lease *leaseWatch
+	lease *lease
 	runID string
 	// shared: a shared holder, which waits only for the exclusive keys
 	// older than its own (shared.go).
@@ -187,10 +184,10 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 // it, and read the owner — the key with the lowest create revision.
 func (c *contender) enqueue(ctx context.Context) error {
 	pfx := c.l.queuePrefix(c.runID)
-	c.key = pfx + leaseHex(c.s.Lease())
+	c.key = pfx + leaseHex(c.lease.id)
 	getOwner := clientv3.OpGet(pfx, withQueueOrder()...)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}
-	then := []clientv3.Op{clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease())), getOwner}
+	then := []clientv3.Op{clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)), getOwner}
 	els := []clientv3.Op{clientv3.OpGet(c.key), getOwner}
 	switch {
 	case c.guard != "":
@@ -258,7 +255,7 @@ func (c *contender) restamp(ctx context.Context) {
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
 	_, err := c.cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.token)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease()))).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id))).
 		Commit()
 	if err != nil {
 		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")
@@ -266,16 +263,15 @@ func (c *contender) restamp(ctx context.Context) {
 }
 
 // held turns the won contender into a Lock.
-func (c *contender) held(ttl time.Duration) *Lock {
+func (c *contender) held() *Lock {
 	return &Lock{
 		RunID:       c.runID,
 		Key:         c.key,
-		Lease:       c.s.Lease(),
-		TTL:         ttl,
+		Lease:       c.lease.id,
+		TTL:         c.lease.ttl,
 		token:       c.token,
 		acquiredRev: c.enqueuedRev,
 		cl:          c.cl,
-		s:           c.s,
 		lease:       c.lease,
 		log:         c.l.Log,
 	}

@@ -13,13 +13,12 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/withlock/withlock/locks"
 )
 
 // Lock is a held run lock: the owner key of a run id's mutex and the
-// session whose lease keeps it.
+// lease that keeps it.
 type Lock struct {
 	RunID string
 	Key   string // <prefix><escaped run id>/<lease in hex>
@@ -30,8 +29,7 @@ type Lock struct {
 	acquiredRev int64 // the cluster's revision when our key was enqueued: watched from
 
 	cl    *clientv3.Client
-	s     *concurrency.Session
-	lease *leaseWatch
+	lease *lease
 	log   zerolog.Logger
 
 	lostMu        sync.Mutex
@@ -65,24 +63,25 @@ func (k *Lock) Env() []string {
 func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 	ch := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	keyGone := make(chan error, 1)
-	wg.Add(2)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		if err := k.watchKey(ctx); err != nil {
-			keyGone <- err
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		var err error
-		select {
-		case <-ctx.Done():
-			return
-		case err = <-keyGone:
-		case <-k.lease.lost:
+		defer close(done)
+		// The key watch ends at once when the lease is lost.
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		go func() {
+			select {
+			case <-k.lease.lost:
+				wcancel()
+			case <-wctx.Done():
+			}
+		}()
+		err := k.watchKey(wctx)
+		if isClosed(k.lease.lost) {
 			err = k.lease.err
+		}
+		if err == nil {
+			return // stopped
 		}
 		err = fmt.Errorf("%w: etcd key %s: %w", locks.ErrLost, k.Key, err)
 		k.lostMu.Lock()
@@ -90,7 +89,7 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 		k.lostMu.Unlock()
 		ch <- err
 	}()
-	stop = func() { cancel(); wg.Wait() }
+	stop = func() { cancel(); <-done }
 	k.lostMu.Lock()
 	k.stopHeartbeat = stop
 	k.lostMu.Unlock()
@@ -133,9 +132,9 @@ func (k *Lock) watchKey(ctx context.Context) error {
 	return nil
 }
 
-// Release revokes the lease, which deletes the owner key with it; if the
-// revoke fails it deletes the key itself. All of it within releaseBound:
-// when the cluster cannot be reached the lease's TTL frees the lock. It is
+// Release revokes the lease, which deletes the owner key with it, within
+// releaseBound: when the cluster cannot be reached the lease's TTL frees
+// the lock. It is
 // safe to call more than once; the error says what did not happen, and
 // matches locks.ErrLost when Heartbeat had reported the lock lost.
 func (k *Lock) Release() error {
@@ -152,7 +151,6 @@ func (k *Lock) release() error {
 		stopHeartbeat()
 	}
 	k.lease.stop()
-	k.s.Orphan()
 	defer k.cl.Close()
 	// Heartbeat has ended (or never ran): lostErr no longer changes.
 	bound := releaseBound
@@ -169,17 +167,8 @@ func (k *Lock) release() error {
 		k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
 		return nil
 	}
-	errs := []error{fmt.Errorf("revoke lease %s: %w", leaseHex(k.Lease), err)}
-	if ctx.Err() == nil {
-		// Delete the key only while it is still ours.
-		_, derr := k.cl.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.Key), "=", k.token)).
-			Then(clientv3.OpDelete(k.Key)).Commit()
-		if derr == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, derr))
-	}
-	err = fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
+	// The lease's TTL frees the lock.
+	err = fmt.Errorf("etcd release of run %q: revoke lease %s: %w", k.RunID, leaseHex(k.Lease), err)
 	if k.lostErr != nil {
 		// Already reported as lost: nothing more to warn about.
 		return fmt.Errorf("%w (and then %w)", k.lostErr, err)

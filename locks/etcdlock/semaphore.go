@@ -68,6 +68,12 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 		return nil, 0, err
 	}
+	// The wait is counted from start; the cluster is read on ctx.
+	wctx, cancel := context.WithCancel(ctx)
+	if wait > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
+	}
+	defer cancel()
 	pause := 100 * time.Millisecond
 	for {
 		owners, first, rev, err := l.slotOwners(ctx, cl, runID, max)
@@ -112,26 +118,18 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			report = l.reporter(owners[0], start)
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
-		waited := time.Since(start)
-		if wait >= 0 && waited >= wait {
+		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		left := time.Duration(0)
-		if wait >= 0 {
-			left = wait - waited
-		}
-		switch woke, err := awaitDelete(ctx, cl, watch, rev+1, left, report); {
+		switch woke, err := awaitDelete(wctx, cl, watch, rev+1, report); {
 		case ctx.Err() != nil:
 			return nil, 0, context.Cause(ctx)
 		case woke:
 			pause = 100 * time.Millisecond
-		default:
-			// The watch ended without a deletion (the wait ran out, or
-			// the cluster cancelled it): look again, pausing only after
-			// a fault.
-			if err != nil && !sleep(ctx, pause, left) {
-				return nil, 0, context.Cause(ctx)
-			}
+		case err != nil:
+			// The cluster ended the watch: look again after a pause (or
+			// once the wait has run out).
+			sleep(wctx, pause, 0)
 			pause = min(2*pause, 2*time.Second)
 		}
 	}
@@ -278,14 +276,11 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 }
 
 // awaitDelete watches the keys under prefix from revision rev until one is
-// deleted (woke true), left runs out (left 0: no limit), ctx ends, or the
-// cluster ends the watch (err says why). report is called once at the
-// start and then about once a second, without asking the cluster.
-func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, left time.Duration, report func()) (woke bool, err error) {
+// deleted (woke true), ctx ends, or the cluster ends the watch (err says
+// why). report is called once at the start and then about once a second,
+// without asking the cluster.
+func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func()) (woke bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	if left > 0 {
-		wctx, cancel = context.WithTimeout(clientv3.WithRequireLeader(ctx), left)
-	}
 	defer cancel()
 	events := cl.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut())
 	tick := time.NewTicker(time.Second)
@@ -296,7 +291,7 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 		case resp, ok := <-events:
 			switch {
 			case !ok:
-				if wctx.Err() != nil {
+				if ctx.Err() != nil {
 					return false, nil
 				}
 				return false, errors.New("watch closed")
@@ -307,7 +302,7 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 			}
 		case <-tick.C:
 			report()
-		case <-wctx.Done():
+		case <-ctx.Done():
 			return false, nil
 		}
 	}

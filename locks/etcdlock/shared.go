@@ -130,7 +130,7 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
-		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, 0, c.l.reporter(b, start))
+		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start))
 		switch {
 		case isClosed(c.lease.lost):
 			return fmt.Errorf("while waiting%s: %w", what, c.lease.err)
