@@ -5,6 +5,7 @@ package etcdlock
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 
@@ -43,11 +44,8 @@ func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return c, nil
-	}
-	raw, err := sc.SyscallConn()
+	// A dialed TCP or unix socket is a syscall.Conn.
+	raw, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -86,14 +84,7 @@ func (c *noSigPipeConn) Write(b []byte) (int, error) {
 		err = werr
 	}
 	if err != nil {
-		return written, c.opError(err)
+		return written, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("sendmsg", err)}
 	}
 	return written, nil
-}
-
-func (c *noSigPipeConn) opError(err error) error {
-	if _, ok := err.(*net.OpError); ok {
-		return err
-	}
-	return &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
