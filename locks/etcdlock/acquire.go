@@ -264,15 +264,5 @@ func (c *contender) restamp(ctx context.Context) {
 
 // held turns the won contender into a Lock.
 func (c *contender) held() *Lock {
-	return &Lock{
-		RunID:       c.runID,
-		Key:         c.key,
-		Lease:       c.lease.id,
-		TTL:         c.lease.ttl,
-		token:       c.token,
-		acquiredRev: c.enqueuedRev,
-		cl:          c.cl,
-		lease:       c.lease,
-		log:         c.l.Log,
-	}
+	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: c}
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -25,12 +24,7 @@ type Lock struct {
 	Lease clientv3.LeaseID
 	TTL   time.Duration // granted by the server
 
-	token       int64
-	acquiredRev int64 // the cluster's revision when our key was enqueued: watched from
-
-	cl    *clientv3.Client
-	lease *lease
-	log   zerolog.Logger
+	*contender // the won contender: its client, lease, key's revision (token)
 
 	lostMu        sync.Mutex
 	lostErr       error  // what Heartbeat reported, if it did
@@ -103,7 +97,7 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 // itself; failed looks are retried (the lease watch covers an unreachable
 // cluster).
 func (k *Lock) watchKey(ctx context.Context) error {
-	rev := k.acquiredRev + 1
+	rev := k.enqueuedRev + 1
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		for resp := range k.cl.Watch(wctx, k.Key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
@@ -119,7 +113,7 @@ func (k *Lock) watchKey(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			k.log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
+			k.l.Log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
 			sleep(ctx, 500*time.Millisecond, 0)
 		case len(resp.Kvs) == 0:
 			return errors.New("deleted (lease revoked or lock broken)")
@@ -164,7 +158,7 @@ func (k *Lock) release() error {
 	defer cancel()
 	_, err := k.cl.Revoke(ctx, k.Lease)
 	if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
+		k.l.Log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
 		return nil
 	}
 	// The lease's TTL frees the lock.
