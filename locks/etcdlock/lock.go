@@ -3,6 +3,7 @@
 package etcdlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,12 @@ type Lock struct {
 
 	*contender // the won contender: its client, lease, key's revision (token)
 
+	// named is the run id the caller named (RunID is a --max slot's
+	// derived one); env is what the child is told beyond the lock itself
+	// (its slot, or that it holds shared).
+	named string
+	env   []string
+
 	lostMu        sync.Mutex
 	lostErr       error  // what Heartbeat reported, if it did
 	stopHeartbeat func() // Heartbeat's stop, if it runs
@@ -38,14 +45,18 @@ type Lock struct {
 // across the holders of a run id.
 func (k *Lock) FencingToken() int64 { return k.token }
 
-// Env is what the child is told about the lock it runs under.
+// Env is what the child is told about the lock it runs under: as on the
+// file backend, the run id it named, WITHLOCK_SLOT and WITHLOCK_MAX for a
+// --max slot, WITHLOCK_SHARED=1 for a shared holder (etcd's shared holders
+// are keys of the run id's own mutex, not numbered slots: no
+// WITHLOCK_SLOT).
 func (k *Lock) Env() []string {
-	return []string{
-		"WITHLOCK_RUN_ID=" + k.RunID,
+	return append([]string{
+		"WITHLOCK_RUN_ID=" + cmp.Or(k.named, k.RunID),
 		"WITHLOCK_LOCK_ID=" + leaseHex(k.Lease),
 		"WITHLOCK_LOCK_KEY=" + k.Key,
 		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatInt(k.token, 10),
-	}
+	}, k.env...)
 }
 
 // Heartbeat watches the lock until stop is called: the client keeps the

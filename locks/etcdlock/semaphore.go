@@ -147,6 +147,8 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
 		switch {
 		case err == nil:
+			lock.named = runID
+			lock.env = []string{"WITHLOCK_SLOT=" + strconv.Itoa(k), "WITHLOCK_MAX=" + strconv.Itoa(len(owners))}
 			return lock, k, true, nil
 		case errors.Is(err, errExclusiveFirst):
 			return nil, 0, false, nil

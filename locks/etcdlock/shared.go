@@ -45,11 +45,17 @@ import (
 // the transaction that would create its key, so a --shared and a --max
 // first holder cannot both start.
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	id := runID
 	if failpoint.On(failpoint.BrokenSlots) {
 		// Negative control: a mutex of its own, so nobody excludes it.
-		runID += "\x00broken " + strconv.Itoa(os.Getpid())
+		id += "\x00broken " + strconv.Itoa(os.Getpid())
 	}
-	return l.acquire(ctx, runID, wait, acquireKind{shared: true})
+	lock, err := l.acquire(ctx, id, wait, acquireKind{shared: true})
+	if err != nil {
+		return nil, err
+	}
+	lock.named, lock.env = runID, []string{"WITHLOCK_SHARED=1"}
+	return lock, nil
 }
 
 // sharedBesideMax is the refusal of --shared on a run id whose --max
