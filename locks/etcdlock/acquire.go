@@ -140,7 +140,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	return c.held(), nil
 }
 
-// contender is one session's place in a run id's queue.
+// contender is one lease's place in a run id's queue.
 type contender struct {
 	l     *Locker
 	cl    *clientv3.Client
@@ -179,16 +179,20 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
-// one transaction: create the session's key under the lease, with the
+// one transaction: create the contender's key under its lease, with the
 // holder information as its value so the owner key is never seen without
-// it, and read the owner — the key with the lowest create revision.
+// it, and read the queue — every key by create revision. The lease is
+// fresh, so the key is new: its create revision, the fencing token, is the
+// transaction's revision.
 func (c *contender) enqueue(ctx context.Context) error {
 	pfx := c.l.queuePrefix(c.runID)
 	c.key = pfx + leaseHex(c.lease.id)
-	getOwner := clientv3.OpGet(pfx, withQueueOrder()...)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}
-	then := []clientv3.Op{clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)), getOwner}
-	els := []clientv3.Op{clientv3.OpGet(c.key), getOwner}
+	var cmps []clientv3.Cmp
+	then := []clientv3.Op{
+		clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)),
+		clientv3.OpGet(pfx, withQueueOrder()...),
+	}
+	var els []clientv3.Op
 	switch {
 	case c.guard != "":
 		// A --max slot: only while RUN_ID's own mutex has no key (no
@@ -202,13 +206,11 @@ func (c *contender) enqueue(ctx context.Context) error {
 		if c.sizeKey != "" {
 			// ... and only while the size is still the one agreed.
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(c.sizeKey), "=", c.size))
-			els = append(els, clientv3.OpGet(c.sizeKey))
 		}
 	case c.slots != "":
 		// An exclusive contender: the slot holders at the revision our key
 		// appears; from then on no new one gets in.
-		read := clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...)
-		then, els = append(then, read), append(els, read)
+		then = append(then, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
 	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
@@ -216,18 +218,15 @@ func (c *contender) enqueue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.guard != "" && !resp.Succeeded {
-		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+	if !resp.Succeeded {
+		// The guard has a key, or else the size changed.
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			if c.shared {
-				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[3].GetResponseRange().Kvs)
+				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[1].GetResponseRange().Kvs)
 			}
 			return errExclusiveFirst
 		}
-		if c.sizeKey != "" {
-			if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != c.size {
-				return errSizeChanged
-			}
-		}
+		return errSizeChanged
 	}
 	if c.slots != "" {
 		c.slotRev = resp.Header.Revision
@@ -236,9 +235,6 @@ func (c *contender) enqueue(ctx context.Context) error {
 		}
 	}
 	c.token = resp.Header.Revision
-	if !resp.Succeeded {
-		c.token = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
-	}
 	c.enqueuedRev = resp.Header.Revision
 	c.queuedAt = time.Now()
 	c.setOlder(resp.Responses[1].GetResponseRange().Kvs)
