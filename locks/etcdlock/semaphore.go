@@ -96,18 +96,17 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
-			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
-			if errors.Is(err, errSizeChanged) {
+			lock, k, err := l.tryFreeSlots(ctx, runID, owners)
+			switch {
+			case errors.Is(err, errSizeChanged):
 				if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 					return nil, 0, err
 				}
 				continue
-			}
-			if err != nil || lock != nil {
-				return lock, k, err
-			}
-			if !taken {
+			case errors.Is(err, errExclusiveFirst):
 				continue // RUN_ID's mutex got a key meanwhile: read again
+			case err != nil || lock != nil:
+				return lock, k, err
 			}
 			held := make([]locks.Holder, len(owners))
 			for k, o := range owners {
@@ -136,10 +135,10 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 }
 
 // tryFreeSlots tries each free slot of owners (nil entries) in turn, one
-// attempt each. taken is false when a try found RUN_ID's own mutex with a
-// key (errExclusiveFirst): the caller reads again. A slot taken by
-// someone else just now gets its owner filled in.
-func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (lock *Lock, slot int, taken bool, err error) {
+// attempt each. A slot taken by someone else just now gets its owner filled
+// in. errExclusiveFirst (RUN_ID's own mutex has a key) and errSizeChanged
+// end the tries: the caller reads again.
+func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (*Lock, int, error) {
 	for k, o := range owners {
 		if o != nil {
 			continue
@@ -149,17 +148,15 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 		case err == nil:
 			lock.named = runID
 			lock.env = []string{"WITHLOCK_SLOT=" + strconv.Itoa(k), "WITHLOCK_MAX=" + strconv.Itoa(len(owners))}
-			return lock, k, true, nil
-		case errors.Is(err, errExclusiveFirst):
-			return nil, 0, false, nil
-		case errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
-			return nil, 0, true, err
+			return lock, k, nil
+		case errors.Is(err, errExclusiveFirst), errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
+			return nil, 0, err
 		}
 		// Taken just now: its owner is named below; our key's deletion
 		// wakes the watch once, and the next read sees it held.
 		owners[k] = heldOwner(err)
 	}
-	return nil, 0, true, nil
+	return nil, 0, nil
 }
 
 // mixRule is what a contender for runID checks beyond its own mutex so that
