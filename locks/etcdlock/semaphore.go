@@ -308,15 +308,17 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 }
 
 // agreeMax records max as runID's size, or checks that it is the recorded
-// one; a different recorded size is replaced only while no slot of it is
-// held (compare-and-swap on the key's revision).
+// one. While no slot key exists at all the size is ours to set (a slot of
+// another size taken meanwhile keeps its size: its transaction compares
+// the size's value); while one is held, a different recorded size is a
+// mismatch naming its holder.
 func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
-	key, want := l.maxKey(runID), strconv.Itoa(max)
-	for attempt := 0; attempt < 3; attempt++ {
+	key, want, slots := l.maxKey(runID), strconv.Itoa(max), l.slotsPrefix(runID)
+	for range 3 {
 		rctx, cancel := l.rpc(ctx)
-		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
 			Then(clientv3.OpPut(key, want)).
-			Else(clientv3.OpGet(key), clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithFirstCreate()...)).Commit()
+			Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
@@ -325,29 +327,21 @@ func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string
 			return nil
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			continue // deleted meanwhile: create it
-		}
-		if string(kvs[0].Value) == want {
+		switch {
+		case len(kvs) > 0 && string(kvs[0].Value) == want:
 			return nil
-		}
-		if slot := resp.Responses[1].GetResponseRange().Kvs; len(slot) > 0 {
+		case len(kvs) > 0:
 			have, _ := strconv.Atoi(string(kvs[0].Value))
-			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot[0])))
+			slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
+			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
 		}
+		// Slots held and no size recorded: record ours, unless another
+		// holder just did, and look again.
 		rctx, cancel = l.rpc(ctx)
-		// Only while no slot key exists at all: a slot of the old size
-		// taken since the look above keeps the size (its transaction
-		// compares the size's value).
-		swap, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision),
-			clientv3.Compare(clientv3.CreateRevision(l.slotsPrefix(runID)), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(key, want)).Commit()
+		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
-		}
-		if swap.Succeeded {
-			return nil
 		}
 	}
 	return l.unavailable(fmt.Errorf("run %q: the size of its semaphore (%s) keeps changing", runID, key))
