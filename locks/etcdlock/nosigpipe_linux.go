@@ -6,7 +6,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,15 +29,9 @@ func noSigPipeDialer() []grpc.DialOption {
 }
 
 func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
-	network, address := "tcp", addr
 	// etcd's resolver passes unix(s) endpoints as unix:path or
 	// unix:///abs/path (TLS, for unixs, is layered above this conn).
-	for _, p := range []string{"unix://", "unix:"} {
-		if rest, ok := strings.CutPrefix(addr, p); ok {
-			network, address = "unix", rest
-			break
-		}
-	}
+	network, address, _ := splitEndpoint(addr, false)
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, address)
 	if err != nil {
