@@ -63,7 +63,7 @@ func (k *Lock) Env() []string {
 // lease alive by itself, so this only reports loss. lost receives one error
 // (matching locks.ErrLost) when the owner key is deleted (lease revoked,
 // lock broken: seen at once through a watch) or the lease must be presumed
-// expired (see leaseWatch). stop waits for the watchers to end; Release
+// expired (see lease). stop waits for the watchers to end; Release
 // stops them too.
 func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 	ch := make(chan error, 1)
