@@ -97,18 +97,25 @@ func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	}
 	defer f.Close()
 	// A /proc file reports size 0 and is read to its end all the same.
+	// Any other regular file has reached its end once a read returns less
+	// than asked for: the read that would say so is not made (a lock file
+	// is one read, not two).
 	data := make([]byte, 0, min(max(fi.Size(), 512), limit)+1)
 	for int64(len(data)) <= limit {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
-		n, err := f.Read(data[len(data):min(int64(cap(data)), limit+1)])
+		buf := data[len(data):min(int64(cap(data)), limit+1)]
+		n, err := f.Read(buf)
 		data = data[:len(data)+n]
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			return data, fi, err
+		}
+		if fi.Size() > 0 && n < len(buf) {
+			break
 		}
 	}
 	return data, fi, nil
