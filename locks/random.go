@@ -12,25 +12,20 @@ import (
 // nobody may predict it (a lock id that could be guessed would let another
 // program release or renew a lock that is not its own), so it comes from
 // the kernel's CSPRNG, the source crypto/rand reads too.
+//
+// It is drawn with one getrandom(2) system call (Linux ≥ 3.17; a request of
+// at most 256 bytes is never cut short once the pool is seeded).
+// crypto/rand and unix.Getrandom go through the vDSO instead, whose first
+// use in a process maps and seeds per-thread state: about 0.3 ms, on the
+// hand-off's path, for the one id an acquisition draws. Should the call
+// fail (interrupted while the pool is not yet seeded, or filtered by a
+// sandbox), crypto/rand decides: it aborts the program where the kernel has
+// no randomness to give.
 func randomID() string {
 	var b [16]byte
-	if !getrandom(b[:]) {
-		rand.Read(b[:]) // aborts the program where the kernel has no randomness to give
+	n, _, errno := unix.Syscall(unix.SYS_GETRANDOM, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	if errno != 0 || int(n) != len(b) {
+		rand.Read(b[:])
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// getrandom fills b with one getrandom(2) system call (Linux ≥ 3.17; it
-// blocks only until the pool is first seeded, and a request of at most
-// 256 bytes is never cut short once it is). crypto/rand and
-// unix.Getrandom go through the vDSO instead, whose first use in a
-// process maps and seeds per-thread state: about 0.3 ms here, on the
-// hand-off's path, for the one id an acquisition draws.
-func getrandom(b []byte) bool {
-	for {
-		n, _, errno := unix.Syscall(unix.SYS_GETRANDOM, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
-		if errno != unix.EINTR {
-			return errno == 0 && int(n) == len(b)
-		}
-	}
 }
