@@ -93,6 +93,21 @@ func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	}
 	defer f.Close()
 	// A /proc file reports size 0 and is read to its end all the same.
+	// Any other regular file has reached its end once a read returns less
+	// than asked for: the read that would say so is not made (a lock file
+	// is one read, not two).
+	if size := fi.Size(); size > 0 && size <= limit {
+		buf := make([]byte, size+1)
+		n, err := f.Read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fi, err
+		}
+		if n < len(buf) {
+			return buf[:n], fi, nil
+		}
+		rest, err := io.ReadAll(io.LimitReader(f, limit+1-int64(n)))
+		return append(buf, rest...), fi, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	return data, fi, err
 }
