@@ -20,21 +20,22 @@ import (
 	"github.com/withlock/withlock/supervisor"
 )
 
-// Run history (SPEC §8), written by `withlock run` on the file backend:
+// Run history (SPEC §8), written by `withlock run`:
 // one append per run, after the lock has been released — the run's record,
 // preceded by one "ended unobserved" record for each stale lock (a holder
 // killed by SIGKILL) its acquisition reclaimed — or, for a start refused,
 // one refused record. Nothing is read on the acquire path; a failure to
 // write is one warning line and changes no exit status.
 
-// recordHistory returns be with the run's history written beside its lock.
-// Only the file backend keeps history here.
+// recordHistory returns be with the run's history written where the
+// backend keeps it (historyWriters); be unchanged for one that keeps none.
 func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string, argv []string) backend {
-	if c.String("backend") != "file" {
+	writer := historyWriters[c.String("backend")]
+	if writer == nil {
 		return be
 	}
 	h := &runHistory{
-		log: log, path: history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID),
+		log: log, write: writer(c, runID),
 		base: history.Record{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
 	}
 	if b, ok := be.(fileBackend); ok {
@@ -43,11 +44,21 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 	return historyBackend{be, h}
 }
 
+// historyWriters maps a backend to how a run appends records to its run
+// id's history: the file backend's is the file beside the lock; etcd's is
+// in history_etcd.go.
+var historyWriters = map[string]func(c *cli.Command, runID string) func(...history.Record) error{
+	"file": func(c *cli.Command, runID string) func(...history.Record) error {
+		path := history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID)
+		return func(recs ...history.Record) error { return history.Append(path, recs...) }
+	},
+}
+
 // runHistory is what one `withlock run` writes to its run id's history.
 type runHistory struct {
-	log  zerolog.Logger
-	path string
-	base history.Record // the fields every record of this run carries
+	log   zerolog.Logger
+	write func(...history.Record) error
+	base  history.Record // the fields every record of this run carries
 
 	mu             sync.Mutex
 	unobservedRuns []history.Record // of the stale locks this run reclaimed
@@ -56,7 +67,7 @@ type runHistory struct {
 // append writes recs in one write(2). A run appends once: at most one
 // warning. Another user's history (a shared dir) is theirs: no warning.
 func (h *runHistory) append(recs ...history.Record) {
-	if err := history.Append(h.path, recs...); err != nil && !errors.Is(err, history.ErrForeign) {
+	if err := h.write(recs...); err != nil && !errors.Is(err, history.ErrForeign) {
 		h.log.Warn().Str("event", "history_failed").Str("run_id", h.base.RunID).Err(err).Msg("run history not written")
 	}
 }
