@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -59,9 +58,9 @@ type runHistory struct {
 	log   zerolog.Logger
 	write func(...history.Record) error
 	base  history.Record // the fields every record of this run carries
-
-	mu             sync.Mutex
-	unobservedRuns []history.Record // of the stale locks this run reclaimed
+	// unobservedRuns are the runs of the stale locks this run's Acquire
+	// reclaimed (its Release, which comes after, writes them).
+	unobservedRuns []history.Record
 }
 
 // append writes recs in one write(2). A run appends once: at most one
@@ -79,8 +78,6 @@ func (h *runHistory) reclaimed(p locks.Payload) {
 	if p.Pid == 0 {
 		return // not a payload withlock can name a run by (corrupt, foreign)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.unobservedRuns = append(h.unobservedRuns, history.Record{Kind: history.KindRun, RunID: h.base.RunID,
 		StartedAt: p.CreatedAt, Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host,
 		FencingToken: p.FencingToken, Command: p.Command})
@@ -135,8 +132,6 @@ func (l *historyLock) Renew() error {
 	return nil
 }
 
-func (l *historyLock) Unwrap() heldLock { return l.heldLock }
-
 func (l *historyLock) Release() error {
 	for _, kv := range l.heldLock.Env() {
 		switch k, v, _ := strings.Cut(kv, "="); k {
@@ -149,9 +144,7 @@ func (l *historyLock) Release() error {
 		}
 	}
 	err := l.heldLock.Release()
-	l.h.mu.Lock()
 	recs := l.h.unobservedRuns
-	l.h.mu.Unlock()
 	if l.ended {
 		l.rec.EndedAt = history.Epoch(time.Now())
 		l.rec.Host, _ = os.Hostname()
