@@ -43,25 +43,30 @@ type runRecords struct {
 	skipped int
 }
 
-// fileHistories reads the history files of the named run ids (and their
-// slots'), or when none were named every one in dir.
+// fileHistories reads the history files of the named run ids (each one,
+// with records or not, so that addHistory lists it), or when none were
+// named every one in dir.
 func fileHistories(dir string, st *statusReport) map[string]runRecords {
-	var paths []string
-	if st.named == nil {
-		paths, _ = filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
-	} else {
-		for _, l := range st.Locks {
-			paths = append(paths, history.File(dir, l.RunID))
-		}
-	}
-	slices.Sort(paths)
 	byID := map[string]runRecords{}
-	for _, path := range slices.Compact(paths) {
+	read := func(id, path string) {
 		recs, skipped, err := history.Read(path)
 		if err != nil {
 			st.Errors = append(st.Errors, err.Error())
-		} else if len(recs) > 0 {
-			byID[recs[0].RunID] = runRecords{path, recs, skipped}
+		}
+		if id == "" && len(recs) > 0 {
+			id = recs[0].RunID
+		}
+		if id != "" {
+			byID[id] = runRecords{path, recs, skipped}
+		}
+	}
+	for _, id := range st.named {
+		read(id, history.File(dir, id))
+	}
+	if st.named == nil {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
+		for _, path := range paths {
+			read("", path)
 		}
 	}
 	return byID

@@ -191,7 +191,6 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		st.Errors = append(st.Errors, err.Error())
 		rep = &locks.DirReport{}
 	}
-	found := map[string]bool{}
 	for _, l := range rep.Locks {
 		for _, id := range ids {
 			if l.Payload.RunID == "" && locks.Key(id) == l.Key {
@@ -202,16 +201,6 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		if l.State == locks.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
-		found[l.Key] = true
-	}
-	free := func(id string) lockStatus {
-		return lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1}
-	}
-	for _, id := range runIDs {
-		if key := locks.Key(id); !found[key] {
-			found[key] = true
-			st.Locks = append(st.Locks, free(id))
-		}
 	}
 	for _, l := range rep.Leftovers {
 		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
@@ -221,7 +210,11 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		mode, max, _, found, err := locker.SlotsOf(runID)
 		return max, err == nil && found && mode == locks.ModeMax
 	}, locker.WaitersOf)
-	addHistory(st, fileHistories(locker.Dir, st), free) // history_status.go
+	// Each lock's history; a named run id without a lock, or one with a
+	// history and no lock, is free (history_status.go).
+	addHistory(st, fileHistories(locker.Dir, st), func(id string) lockStatus {
+		return lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1}
+	})
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
