@@ -145,15 +145,12 @@ func outcome(r history.Record) string {
 
 // lastColumns are the table's LAST RESULT and LAST SUCCESS of a lock entry.
 func lastColumns(h historyStatus, now float64) (result, success string) {
-	switch {
-	case len(h.Runs) == 0 && len(h.RunsTotal) == 0 && h.Conflicts == 0:
+	if len(h.Runs) == 0 && len(h.RunsTotal) == 0 && h.Conflicts == 0 {
 		return "-", "-" // no history
-	case h.last.Result == "":
-		result = "-"
-	case h.last.EndedAt == 0:
-		result = outcome(h.last)
-	default:
-		result = outcome(h.last) + ", " + agoEpoch(now, h.last.EndedAt)
+	}
+	result = orDash(outcome(h.last))
+	if h.last.EndedAt > 0 {
+		result += ", " + ago(now-h.last.EndedAt)
 	}
 	return result, agoEpoch(now, h.LastSuccess)
 }
