@@ -100,19 +100,19 @@ func addHistory(st *statusReport, byID map[string]runRecords, free func(runID st
 		id := st.Locks[i].RunID
 		hs, done := summaries[id]
 		if !done {
-			h := byID[id]
-			hs = summarizeHistory(h.recs)
-			hs.HistoryFile, hs.SkippedLines, hs.LastStart = h.where, h.skipped, max(hs.LastStart, running[id])
+			hs = summarizeHistory(byID[id], running[id])
 			summaries[id] = hs
 		}
 		st.Locks[i].historyStatus = hs
 	}
 }
 
-func summarizeHistory(recs []history.Record) historyStatus {
-	s := history.Summarize(recs)
-	hs := historyStatus{LastStart: s.LastStart, LastExitCode: -1, SkippedStarts: s.Skipped,
-		RunsTotal: s.RunsTotal, Conflicts: s.Conflicts, Runs: []history.Record{}}
+// summarizeHistory is what status shows of h; running is when a run under
+// way started (0: none).
+func summarizeHistory(h runRecords, running float64) historyStatus {
+	s := history.Summarize(h.recs)
+	hs := historyStatus{HistoryFile: h.where, LastStart: max(s.LastStart, running), LastExitCode: -1, SkippedStarts: s.Skipped,
+		RunsTotal: s.RunsTotal, Conflicts: s.Conflicts, Runs: []history.Record{}, SkippedLines: h.skipped}
 	for i := len(s.Runs) - 1; i >= 0 && len(hs.Runs) < shownRuns; i-- {
 		hs.Runs = append(hs.Runs, s.Runs[i])
 	}
