@@ -133,6 +133,7 @@ func (l *historyLock) Renew() error {
 }
 
 func (l *historyLock) Release() error {
+	err := l.heldLock.Release() // first: nothing of the history before the next holder's turn
 	for _, kv := range l.heldLock.Env() {
 		switch k, v, _ := strings.Cut(kv, "="); k {
 		case "WITHLOCK_FENCING_TOKEN":
@@ -143,7 +144,6 @@ func (l *historyLock) Release() error {
 			}
 		}
 	}
-	err := l.heldLock.Release()
 	recs := l.h.unobservedRuns
 	if l.ended {
 		l.rec.EndedAt = history.Epoch(time.Now())
