@@ -143,8 +143,9 @@ func etcdStatus(c *cli.Command) error {
 		owners = onlyRunIDs(owners, c.Args().Slice())
 	}
 	st := etcdStatusReport(l, owners, time.Now())
+	etcdHistory(l, st, c.Args().Slice()) // history_etcd.go
 	if c.Bool("json") {
-		return writeJSON(c, st, nil)
+		return writeJSON(c, st, st.Errors)
 	}
 	writeStatusTable(c.Root().Writer, st)
 	var queued []string
@@ -156,7 +157,7 @@ func etcdStatus(c *cli.Command) error {
 	if len(queued) > 0 {
 		fmt.Fprintf(c.Root().Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
 	}
-	return nil
+	return statusErrors(st.Errors)
 }
 
 // onlyRunIDs keeps the owners of runIDs, in that order: every shared

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,21 +19,22 @@ import (
 	"github.com/withlock/withlock/supervisor"
 )
 
-// Run history (SPEC §8), written by `withlock run` on the file backend:
+// Run history (SPEC §8), written by `withlock run`:
 // one append per run, after the lock has been released — the run's record,
 // preceded by one "ended unobserved" record for each stale lock (a holder
 // killed by SIGKILL) its acquisition reclaimed — or, for a start refused,
 // one refused record. Nothing is read on the acquire path; a failure to
 // write is one warning line and changes no exit status.
 
-// recordHistory returns be with the run's history written beside its lock.
-// Only the file backend keeps history here.
+// recordHistory returns be with the run's history written where the
+// backend keeps it (historyWriters); be unchanged for one that keeps none.
 func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string, argv []string) backend {
-	if c.String("backend") != "file" {
+	writer := historyWriters[c.String("backend")]
+	if writer == nil {
 		return be
 	}
 	h := &runHistory{
-		log: log, path: history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID),
+		log: log, write: writer(c, runID),
 		base: history.Record{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
 	}
 	if b, ok := be.(fileBackend); ok {
@@ -43,20 +43,30 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 	return historyBackend{be, h}
 }
 
+// historyWriters maps a backend to how a run appends records to its run
+// id's history: the file backend's is the file beside the lock; etcd's is
+// in history_etcd.go.
+var historyWriters = map[string]func(c *cli.Command, runID string) func(...history.Record) error{
+	"file": func(c *cli.Command, runID string) func(...history.Record) error {
+		path := history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID)
+		return func(recs ...history.Record) error { return history.Append(path, recs...) }
+	},
+}
+
 // runHistory is what one `withlock run` writes to its run id's history.
 type runHistory struct {
-	log  zerolog.Logger
-	path string
-	base history.Record // the fields every record of this run carries
-
-	mu             sync.Mutex
-	unobservedRuns []history.Record // of the stale locks this run reclaimed
+	log   zerolog.Logger
+	write func(...history.Record) error
+	base  history.Record // the fields every record of this run carries
+	// unobservedRuns are the runs of the stale locks this run's Acquire
+	// reclaimed (its Release, which comes after, writes them).
+	unobservedRuns []history.Record
 }
 
 // append writes recs in one write(2). A run appends once: at most one
 // warning. Another user's history (a shared dir) is theirs: no warning.
 func (h *runHistory) append(recs ...history.Record) {
-	if err := history.Append(h.path, recs...); err != nil && !errors.Is(err, history.ErrForeign) {
+	if err := h.write(recs...); err != nil && !errors.Is(err, history.ErrForeign) {
 		h.log.Warn().Str("event", "history_failed").Str("run_id", h.base.RunID).Err(err).Msg("run history not written")
 	}
 }
@@ -68,8 +78,6 @@ func (h *runHistory) reclaimed(p locks.Payload) {
 	if p.Pid == 0 {
 		return // not a payload withlock can name a run by (corrupt, foreign)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.unobservedRuns = append(h.unobservedRuns, history.Record{Kind: history.KindRun, RunID: h.base.RunID,
 		StartedAt: p.CreatedAt, Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host,
 		FencingToken: p.FencingToken, Command: p.Command})
@@ -124,9 +132,8 @@ func (l *historyLock) Renew() error {
 	return nil
 }
 
-func (l *historyLock) Unwrap() heldLock { return l.heldLock }
-
 func (l *historyLock) Release() error {
+	err := l.heldLock.Release() // first: nothing of the history before the next holder's turn
 	for _, kv := range l.heldLock.Env() {
 		switch k, v, _ := strings.Cut(kv, "="); k {
 		case "WITHLOCK_FENCING_TOKEN":
@@ -137,10 +144,7 @@ func (l *historyLock) Release() error {
 			}
 		}
 	}
-	err := l.heldLock.Release()
-	l.h.mu.Lock()
 	recs := l.h.unobservedRuns
-	l.h.mu.Unlock()
 	if l.ended {
 		l.rec.EndedAt = history.Epoch(time.Now())
 		l.rec.Host, _ = os.Hostname()

@@ -3,21 +3,22 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/withlock/withlock/locks/history"
 )
 
-// The history part of `withlock status` (SPEC §8): for named run ids the
-// last start, result and success, the starts skipped since, and the last
-// runs; for the whole dir one line per run id with a history.
+// The history part of `withlock status` (SPEC §8): each lock entry carries
+// its run id's history (the table's LAST RESULT and LAST SUCCESS); a run id
+// with a history and no lock is listed as free; for named run ids the last
+// start, result and success, the starts skipped since, and the last runs.
 
-// historyStatus is one run id's history in `status --json`. Times are
-// epoch seconds (0: never), durations seconds.
+// historyStatus is a run id's history in a lock entry of `status --json`.
+// Times are epoch seconds (0: never), durations seconds.
 type historyStatus struct {
-	RunID         string           `json:"run_id"`
-	File          string           `json:"file"`
+	HistoryFile   string           `json:"history_file"` // on etcd: the history's key prefix
 	LastStart     float64          `json:"last_start"`
 	LastEnd       float64          `json:"last_end"`
 	LastResult    string           `json:"last_result"` // exit | signal | timeout | lock_lost | error | ended unobserved | ""
@@ -35,60 +36,83 @@ type historyStatus struct {
 
 const shownRuns = 10
 
-// gatherHistory reads the history of the named run ids, or of every run id
-// with a history file or a stale lock in the dir. A stale lock whose holder
-// was a process is a run that ended unobserved (its withlock was killed):
-// no record says so until the next run reclaims the lock and writes one.
-func gatherHistory(dir string, named []string, st *statusReport) []historyStatus {
-	ids := map[string]string{} // history file -> run id ("" until read)
-	for _, id := range named {
-		ids[history.File(dir, id)] = id
-	}
-	if len(named) == 0 {
-		paths, _ := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
-		for _, path := range paths {
-			ids[path] = ""
-		}
-		for _, l := range st.Locks {
-			if l.State == "stale" && l.Pid != 0 {
-				ids[history.File(dir, l.RunID)] = l.RunID
-			}
-		}
-	}
-	out := []historyStatus{}
-	for path, id := range ids {
+// runRecords is what status read of one run id's history.
+type runRecords struct {
+	where   string // the file (or etcd key prefix) it was read from
+	recs    []history.Record
+	skipped int
+}
+
+// fileHistories reads the history files of the named run ids (each one,
+// with records or not, so that addHistory lists it), or when none were
+// named every one in dir.
+func fileHistories(dir string, st *statusReport) map[string]runRecords {
+	byID := map[string]runRecords{}
+	read := func(id, path string) {
 		recs, skipped, err := history.Read(path)
 		if err != nil {
 			st.Errors = append(st.Errors, err.Error())
-			continue
 		}
 		if id == "" && len(recs) > 0 {
 			id = recs[0].RunID
 		}
-		running := 0.0 // when a run under way, which has no record yet, started
-		for _, l := range st.Locks {
-			if l.RunID == id && l.State == "held" {
-				running = max(running, l.CreatedAt)
-			}
-			if l.RunID == id && l.State == "stale" && l.Pid != 0 {
-				recs = append(recs, history.Record{Kind: history.KindRun, RunID: id, StartedAt: l.CreatedAt,
-					Result: history.ResultUnobserved, Pid: l.Pid, Host: l.Host, FencingToken: l.FencingToken, Command: l.Command})
-			}
-		}
-		if len(recs) > 0 || len(named) > 0 {
-			hs := summarizeHistory(id, recs)
-			hs.File, hs.SkippedLines, hs.LastStart = path, skipped, max(hs.LastStart, running)
-			out = append(out, hs)
+		if id != "" {
+			byID[id] = runRecords{path, recs, skipped}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RunID < out[j].RunID })
-	return out
+	for _, id := range st.named {
+		read(id, history.File(dir, id))
+	}
+	if st.named == nil {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
+		for _, path := range paths {
+			read("", path)
+		}
+	}
+	return byID
 }
 
-func summarizeHistory(id string, recs []history.Record) historyStatus {
-	s := history.Summarize(recs)
-	hs := historyStatus{RunID: id, LastStart: s.LastStart, LastExitCode: -1, SkippedStarts: s.Skipped,
-		RunsTotal: s.RunsTotal, Conflicts: s.Conflicts, Runs: []history.Record{}}
+// addHistory gives each lock entry its run id's history and lists a run id
+// with a history but no lock as free (free makes its entry). A stale lock
+// whose holder was a process is a run that ended unobserved (its withlock
+// was killed): no record says so until the next run reclaims the lock and
+// writes one; a held lock's run has no record yet, but its start.
+func addHistory(st *statusReport, byID map[string]runRecords, free func(runID string) lockStatus) {
+	running, locked := map[string]float64{}, map[string]bool{}
+	for _, l := range st.Locks {
+		h := byID[l.RunID]
+		switch {
+		case l.State == "held":
+			running[l.RunID] = max(running[l.RunID], l.CreatedAt)
+		case l.State == "stale" && l.Pid != 0:
+			h.recs = append(h.recs, history.Record{Kind: history.KindRun, RunID: l.RunID, StartedAt: l.CreatedAt,
+				Result: history.ResultUnobserved, Pid: l.Pid, Host: l.Host, FencingToken: l.FencingToken, Command: l.Command})
+		}
+		byID[l.RunID], locked[l.RunID] = h, true
+	}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		if !locked[id] {
+			st.Locks = append(st.Locks, free(id))
+		}
+	}
+	summaries := map[string]historyStatus{}
+	for i := range st.Locks {
+		id := st.Locks[i].RunID
+		hs, done := summaries[id]
+		if !done {
+			hs = summarizeHistory(byID[id], running[id])
+			summaries[id] = hs
+		}
+		st.Locks[i].historyStatus = hs
+	}
+}
+
+// summarizeHistory is what status shows of h; running is when a run under
+// way started (0: none).
+func summarizeHistory(h runRecords, running float64) historyStatus {
+	s := history.Summarize(h.recs)
+	hs := historyStatus{HistoryFile: h.where, LastStart: max(s.LastStart, running), LastExitCode: -1, SkippedStarts: s.Skipped,
+		RunsTotal: s.RunsTotal, Conflicts: s.Conflicts, Runs: []history.Record{}, SkippedLines: h.skipped}
 	for i := len(s.Runs) - 1; i >= 0 && len(hs.Runs) < shownRuns; i-- {
 		hs.Runs = append(hs.Runs, s.Runs[i])
 	}
@@ -119,6 +143,18 @@ func outcome(r history.Record) string {
 	return r.Result // timeout, lock_lost, ended unobserved
 }
 
+// lastColumns are the table's LAST RESULT and LAST SUCCESS of a lock entry.
+func lastColumns(h historyStatus, now float64) (result, success string) {
+	if len(h.Runs) == 0 && len(h.RunsTotal) == 0 && h.Conflicts == 0 {
+		return "-", "-" // no history
+	}
+	result = orDash(outcome(h.last))
+	if h.last.EndedAt > 0 {
+		result += ", " + ago(now-h.last.EndedAt)
+	}
+	return result, agoEpoch(now, h.LastSuccess)
+}
+
 func agoEpoch(now, t float64) string {
 	if t == 0 {
 		return "never"
@@ -133,23 +169,16 @@ func durationOf(r history.Record) string {
 	return shortDuration(r.Duration())
 }
 
-// writeHistory prints the history part of the human view.
-func writeHistory(w io.Writer, st *statusReport, named bool) {
-	if len(st.History) == 0 {
-		return
-	}
-	if !named {
-		fmt.Fprintf(w, "\nhistory (%d run ids):\n", len(st.History))
-		t := newTable(w, "  RUN ID", "LAST START", "LAST RESULT", "LAST SUCCESS", "DURATION", "SKIPPED")
-		for _, h := range st.History {
-			t.row("  "+h.RunID, agoEpoch(st.Now, h.LastStart), orDash(outcome(h.last)), agoEpoch(st.Now, h.LastSuccess),
-				durationOf(h.last), fmt.Sprint(h.SkippedStarts))
+// writeHistory prints the history of each named run id.
+func writeHistory(w io.Writer, st *statusReport) {
+	shown := map[string]bool{}
+	for _, l := range st.Locks {
+		if !slices.Contains(st.named, l.RunID) || shown[l.RunID] {
+			continue
 		}
-		t.Flush()
-		return
-	}
-	for _, h := range st.History {
-		fmt.Fprintf(w, "\nhistory of %s:\n", h.RunID)
+		shown[l.RunID] = true
+		h := l.historyStatus
+		fmt.Fprintf(w, "\nhistory of %s:\n", l.RunID)
 		fmt.Fprintf(w, "  last start:   %s\n", agoEpoch(st.Now, h.LastStart))
 		fmt.Fprintf(w, "  last result:  %s, %s\n", orDash(outcome(h.last)), agoEpoch(st.Now, h.LastEnd))
 		fmt.Fprintf(w, "  last success: %s\n", agoEpoch(st.Now, h.LastSuccess))

@@ -39,13 +39,14 @@ func TestStatusHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := gatherStatus(r, []string{"nightly"}, scope)
-	if len(st.History) != 1 {
-		t.Fatalf("history %+v", st.History)
+	if len(st.Locks) != 1 {
+		t.Fatalf("locks %+v", st.Locks)
 	}
-	h := st.History[0]
-	if h.RunID != "nightly" || h.LastStart != now-60 || h.LastEnd != now-3500 || h.LastExitCode != 3 ||
+	h := st.Locks[0].historyStatus
+	if st.Locks[0].RunID != "nightly" || h.LastStart != now-60 || h.LastEnd != now-3500 || h.LastExitCode != 3 ||
 		h.LastSuccess != now-7190 || h.SkippedStarts != 2 || h.Conflicts != 3 || h.LastDuration != 100 ||
-		h.LastResult != "ended unobserved" || len(h.Runs) != 3 || h.Runs[0].Result != history.ResultUnobserved {
+		h.LastResult != "ended unobserved" || len(h.Runs) != 3 || h.Runs[0].Result != history.ResultUnobserved ||
+		h.HistoryFile != path {
 		t.Fatalf("history %+v", h)
 	}
 	var out bytes.Buffer
@@ -56,9 +57,42 @@ func TestStatusHistory(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
+
+	// All run ids: one table, the history in its LAST RESULT and LAST
+	// SUCCESS columns; a run id with a history and no lock is free.
+	if err := os.Remove(r.LockPath("nightly")); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Append(history.File(r.Dir, "weekly"), history.Record{Kind: history.KindRun, RunID: "weekly",
+		StartedAt: now - 100, EndedAt: now - 90, Result: history.ResultSignal, ExitCode: &three, Signal: "SIGTERM"}); err != nil {
+		t.Fatal(err)
+	}
+	st = gatherStatus(r, nil, scope)
 	out.Reset()
-	writeStatusTable(&out, gatherStatus(r, nil, scope))
-	if !strings.Contains(out.String(), "LAST RESULT") || !strings.Contains(out.String(), "nightly") {
-		t.Errorf("status of all lacks the history table:\n%s", out.String())
+	writeStatusTable(&out, st)
+	text := out.String()
+	lines := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			lines[f[0]] = line
+		}
+	}
+	for id, want := range map[string][]string{
+		"RUN":     {"LAST RESULT", "LAST SUCCESS", "COMMAND"},
+		"job":     {"held", "sleep 60"},
+		"nightly": {"free", "exit 3, 58m20s ago", "1h59m ago"},
+		"weekly":  {"free", "signal SIGTERM, 1m30s ago", "never"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[id], w) {
+				t.Errorf("row %s lacks %q:\n%s", id, w, text)
+			}
+		}
+	}
+	if strings.Contains(text, "history") {
+		t.Errorf("status of all has a history part:\n%s", text)
+	}
+	if fields := strings.Fields(lines["job"]); fields[len(fields)-4] != "-" || fields[len(fields)-3] != "-" {
+		t.Errorf("a lock without history has LAST RESULT and LAST SUCCESS -:\n%s", text)
 	}
 }

@@ -290,26 +290,26 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error)
 // put two closes on the way to the next holder's start, for the rare run
 // that needs them.
 func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck func()) bool {
-	released := make(chan error, 1)
-	go func() {
-		err := lock.Release()
-		if locks.OutOfDescriptors(err) {
-			locks.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
-			err = lock.Release()
-		}
-		released <- err
-	}()
-	select {
-	case err := <-released:
-		if err != nil && !errors.Is(err, locks.ErrLost) {
-			log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
-		}
-		return err == nil
-	case <-time.After(releaseBound):
+	// The release runs on the caller's goroutine, whose stack the run has
+	// grown already: a new goroutine would grow its own (copying it, page
+	// faults) between the child's exit and the lock's removal, and again
+	// for the history's append after it. A timer watches it instead.
+	stuck := time.AfterFunc(releaseBound, func() {
 		log.Warn().Str("event", "release_failed").Str("run_id", runID).Msg("lock release timed out; it expires with its TTL")
 		onStuck()
-		return false
+	})
+	err := lock.Release()
+	if locks.OutOfDescriptors(err) {
+		locks.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
+		err = lock.Release()
 	}
+	if !stuck.Stop() {
+		return false // onStuck ran (in withlock it ended the process)
+	}
+	if err != nil && !errors.Is(err, locks.ErrLost) {
+		log.Warn().Str("event", "release_failed").Str("run_id", runID).Err(err).Msg("lock not released; it expires with its TTL")
+	}
+	return err == nil
 }
 
 // releaseBound is how long releaseBounded waits for a release; a variable

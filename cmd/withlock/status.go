@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/locks/scope"
 )
 
@@ -114,12 +115,13 @@ type statusReport struct {
 	Scopes    *scopeStatus     `json:"scopes"` // null when RUN_IDs were named
 	// Semaphores sums up the run ids used with --max or --shared (sem_status.go).
 	Semaphores []semStatus `json:"semaphores"`
-	// History is each run id's run history (history_status.go).
-	History []historyStatus `json:"history"`
-	Errors  []string        `json:"errors"`
+	Errors     []string    `json:"errors"`
+
+	named []string // the run ids asked about; nil: all
 }
 
-// lockStatus is one run lock (or a named run id that has none: state "free").
+// lockStatus is one run lock (or a run id that has none: state "free"),
+// with its run id's history.
 type lockStatus struct {
 	RunID            string  `json:"run_id"`
 	Key              string  `json:"key"`
@@ -151,6 +153,7 @@ type lockStatus struct {
 	Mode string `json:"mode"`
 	Slot int    `json:"slot"`
 	Max  int    `json:"max"`
+	historyStatus
 }
 
 type leftoverStatus struct {
@@ -173,6 +176,9 @@ type scopeStatus struct {
 func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
+	if len(runIDs) > 0 {
+		st.named = runIDs
+	}
 	ids := withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
 	inspect := locker.Inspect
 	if len(runIDs) > 0 {
@@ -185,7 +191,6 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		st.Errors = append(st.Errors, err.Error())
 		rep = &locks.DirReport{}
 	}
-	found := map[string]bool{}
 	for _, l := range rep.Locks {
 		for _, id := range ids {
 			if l.Payload.RunID == "" && locks.Key(id) == l.Key {
@@ -196,13 +201,6 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		if l.State == locks.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
-		found[l.Key] = true
-	}
-	for _, id := range runIDs {
-		if key := locks.Key(id); !found[key] {
-			found[key] = true
-			st.Locks = append(st.Locks, lockStatus{RunID: id, Key: key, LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1})
-		}
 	}
 	for _, l := range rep.Leftovers {
 		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
@@ -212,7 +210,11 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 		mode, max, _, found, err := locker.SlotsOf(runID)
 		return max, err == nil && found && mode == locks.ModeMax
 	}, locker.WaitersOf)
-	st.History = gatherHistory(locker.Dir, runIDs, st)
+	// Each lock's history; a named run id without a lock, or one with a
+	// history and no lock, is free (history_status.go).
+	addHistory(st, fileHistories(locker.Dir, st), func(id string) lockStatus {
+		return lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1}
+	})
 	if len(runIDs) == 0 {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
@@ -261,12 +263,7 @@ func gatherScopes(path string, st *statusReport) *scopeStatus {
 	return ss
 }
 
-func epoch(t time.Time) float64 {
-	if t.IsZero() {
-		return 0
-	}
-	return float64(t.UnixNano()) / 1e9
-}
+func epoch(t time.Time) float64 { return history.Epoch(t) }
 
 // seconds rounds to milliseconds: enough for scripts, stable to read.
 func seconds(d time.Duration) float64 {
@@ -278,9 +275,9 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 	if len(st.Locks) == 0 {
 		fmt.Fprintf(w, "no run locks in %s\n", st.Dir)
 	} else {
-		t := newTable(w, "RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "COMMAND")
+		t := newTable(w, "RUN ID", "STATE", "PID", "HOST", "HOLDER", "ACQUIRED", "EXPIRES", "TOKEN", "LAST RESULT", "LAST SUCCESS", "COMMAND")
 		for _, l := range st.Locks {
-			t.row(lockRow(l)...)
+			t.row(lockRow(l, st.Now)...)
 		}
 		t.Flush()
 	}
@@ -297,7 +294,7 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		fmt.Fprintln(w)
 		writeScopeTable(w, st.Scopes, "  ")
 	}
-	writeHistory(w, st, st.Scopes == nil)
+	writeHistory(w, st)
 }
 
 // writeScopeTable prints the registry's delegation tree, indent before
@@ -311,7 +308,7 @@ func writeScopeTable(w io.Writer, ss *scopeStatus, indent string) {
 	t.Flush()
 }
 
-func lockRow(l lockStatus) []string {
+func lockRow(l lockStatus, now float64) []string {
 	runID := slotLabel(l)
 	if l.RunID == "" {
 		runID = "? " + l.Key[:12] // unparseable: the file name is all there is
@@ -323,8 +320,9 @@ func lockRow(l lockStatus) []string {
 	if l.Holder != "" {
 		state += " (" + l.Holder + ": " + pidList(l) + ")"
 	}
+	result, success := lastColumns(l.historyStatus, now)
 	if l.State == "free" || l.State == "unreadable" || (l.Pid == 0 && l.LockID == "") {
-		return []string{runID, state, "-", "-", "-", "-", "-", "-", orDash(l.Error)}
+		return []string{runID, state, "-", "-", "-", "-", "-", "-", result, success, orDash(l.Error)}
 	}
 	token := "-"
 	if l.FencingToken > 0 {
@@ -335,7 +333,7 @@ func lockRow(l lockStatus) []string {
 		acquired = ago(l.AgeSeconds)
 	}
 	return []string{runID, state, fmt.Sprint(l.Pid), orDash(l.Host), l.Liveness,
-		acquired, expiresIn(l.ExpiresInSeconds), token, orDash(l.Command)}
+		acquired, expiresIn(l.ExpiresInSeconds), token, result, success, orDash(l.Command)}
 }
 
 // scopeRows adds n and its delegates, each level indented under its

@@ -70,8 +70,11 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"":          {"dir", "errors", "history", "leftovers", "locks", "now", "scopes", "semaphores"},
-		"locks":     {"age_seconds", "command", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token", "holder", "host", "key", "liveness", "lock_file", "lock_id", "max", "mode", "pid", "pids", "pids_known", "run_id", "slot", "stale_reason", "state", "tree"},
+		"": {"dir", "errors", "leftovers", "locks", "now", "scopes", "semaphores"},
+		"locks": {"age_seconds", "command", "conflicts_total", "created_at", "error", "expires_at", "expires_in_seconds", "fencing_token",
+			"history_file", "holder", "host", "key", "last_duration_seconds", "last_end", "last_exit_code", "last_result", "last_start",
+			"last_success", "liveness", "lock_file", "lock_id", "max", "mode", "pid", "pids", "pids_known", "run_id", "runs", "runs_total",
+			"skipped_lines", "skipped_starts", "slot", "stale_reason", "state", "tree"},
 		"leftovers": {"age_seconds", "key", "kind", "path", "run_id", "since", "size"},
 		"scopes":    {"allocations", "file"},
 	}

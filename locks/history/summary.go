@@ -15,8 +15,8 @@ type Summary struct {
 	RunsTotal   map[string]int
 	Conflicts   int // starts refused, ever (as far as the file remembers)
 
-	refused []float64 // when the refused starts kept were refused
-	totals  Record    // the file's totals line
+	refused []Record // the refused starts kept
+	totals  Record   // the file's totals line
 }
 
 // Succeeded reports whether rec is a run that exited with status 0.
@@ -50,12 +50,12 @@ func Summarize(recs []Record) Summary {
 			}
 		case KindRefused:
 			s.Conflicts++
-			s.refused = append(s.refused, rec.At)
+			s.refused = append(s.refused, rec)
 		}
 	}
 	sort.SliceStable(s.Runs, func(i, j int) bool { return s.Runs[i].StartedAt < s.Runs[j].StartedAt })
-	for _, at := range s.refused {
-		if at > s.LastStart {
+	for _, rec := range s.refused {
+		if rec.At > s.LastStart {
 			s.Skipped++
 		}
 	}
@@ -71,22 +71,14 @@ func Summarize(recs []Record) Summary {
 func Bound(recs []Record) []Record {
 	s := Summarize(recs)
 	drop := max(0, len(s.Runs)-KeepRuns)
-	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: maps.Clone(s.totals.Runs),
+	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: map[string]int{},
 		Conflicts: s.Conflicts - min(len(s.refused), KeepRefused), Skipped: s.Skipped, SkippedSince: s.LastStart}
-	if totals.Runs == nil {
-		totals.Runs = make(map[string]int)
-	}
+	maps.Copy(totals.Runs, s.totals.Runs)
 	for _, rec := range s.Runs[:drop] {
 		totals.Runs[rec.Result]++
 	}
 	kept := append([]Record{totals}, s.Runs[drop:]...)
-	var refused []Record
-	for _, rec := range recs {
-		if rec.Kind == KindRefused {
-			refused = append(refused, rec)
-		}
-	}
-	for _, rec := range refused[max(0, len(refused)-KeepRefused):] {
+	for _, rec := range s.refused[max(0, len(s.refused)-KeepRefused):] {
 		kept = append(kept, rec)
 		if rec.At > s.LastStart {
 			totals.Skipped--
