@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -37,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = cmp.Or(cfg.Stdin, os.Stdin), cmp.Or(cfg.Stdout, os.Stdout), cmp.Or(cfg.Stderr, os.Stderr)
 	if cfg.Signals == nil {
 		cfg.Signals = NotifyAsync()
 		defer cfg.Signals.Stop()
@@ -46,12 +47,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	if failpoint.On(failpoint.NoSubreaper) {
 		cfg.KeepOrphans = true
-	} else if err := setSubreaper(true); err != nil {
+	} else if err := setSubreaper(1); err != nil {
 		cfg.Log.Warn().Err(err).Msg("orphaned descendants will escape to init")
 	} else {
 		// Undone once Run returns (daemons kept by KeepOrphans are ours
 		// by then); clearing a mark that could be set does not fail.
-		defer setSubreaper(false)
+		defer setSubreaper(0)
 	}
 
 	// Sharing the caller's group, the command never gets the terminal
@@ -65,7 +66,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	started := make(chan spawned, 1)
 	exited := make(chan struct{}, 1)
-	go forkAndAwait(cfg, spawnMode{term: term, shared: shared}, started, exited)
+	go forkAndAwait(cfg, term, shared, started, exited)
 	sp := <-started
 	if sp.err != nil {
 		return Result{Status: spawnStatus(sp.err), Reason: SpawnFailed}, sp.err
@@ -106,23 +107,18 @@ type spawned struct {
 // WNOWAIT leaves the zombie for the loop's reaper, the one place statuses
 // are taken. If Run gives up on a child that never dies, this goroutine
 // stays blocked; the process ends soon after anyway.
-func forkAndAwait(cfg Config, mode spawnMode, started chan<- spawned, exited chan<- struct{}) {
+//
+// The waitid returns once the child has exited (or is no longer ours to
+// wait for: ECHILD once the loop has reaped it).
+func forkAndAwait(cfg Config, term *terminal, shared bool, started chan<- spawned, exited chan<- struct{}) {
 	runtime.LockOSThread()
-	pid, err := spawn(cfg, mode)
+	pid, err := spawn(cfg, term, shared)
 	started <- spawned{pid, err}
-	if err == nil {
-		awaitExit(pid)
+	var info unix.Siginfo
+	for err == nil && unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
 	runtime.UnlockOSThread()
 	exited <- struct{}{}
-}
-
-// awaitExit blocks until child pid has exited (or is no longer ours to
-// wait for: ECHILD once the loop has reaped it), without reaping it.
-func awaitExit(pid int) {
-	var info unix.Siginfo
-	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-	}
 }
 
 // parentAtStart is withlock's parent as seen at start-up, to tell afterwards

@@ -141,10 +141,3 @@ func AbortsWait(sig os.Signal) bool {
 func StopsJob(sig os.Signal) bool {
 	return sig == syscall.SIGTSTP || sig == syscall.SIGTTIN || sig == syscall.SIGTTOU
 }
-
-// startsTeardown reports whether sig, received while the child runs, also
-// starts teardown (forward, wait the grace, KILL) rather than being only
-// forwarded.
-func startsTeardown(sig os.Signal) bool {
-	return sig == syscall.SIGTERM || sig == syscall.SIGINT
-}

@@ -12,14 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spawnMode says which process group the child starts in.
-type spawnMode struct {
-	term   *terminal // the child's new group takes this terminal; nil: none
-	shared bool      // the child stays in withlock's group, its caller's
-}
-
 // spawn starts the child and returns its pid, which is also its process
-// group id unless mode.shared keeps it in withlock's. It does not wait for
+// group id unless shared keeps it in withlock's group, its caller's; the
+// child's new group takes term, unless it is nil. It does not wait for
 // it: the supervision loop reaps it. cfg's Stdin, Stdout and Stderr are
 // set (Run fills in withlock's own).
 //
@@ -29,7 +24,7 @@ type spawnMode struct {
 // Go pdeathsig pitfall, golang.org/issue/27505): forked from an unlocked
 // goroutine, the child could be KILLed whenever the runtime retires that
 // thread. On a locked thread the parent thread lives as long as the child.
-func spawn(cfg Config, mode spawnMode) (int, error) {
+func spawn(cfg Config, term *terminal, shared bool) (int, error) {
 	path := cfg.Path
 	if path == "" {
 		var err error
@@ -38,15 +33,15 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 		}
 	}
 	sys := &syscall.SysProcAttr{
-		Setpgid:   !mode.shared,
+		Setpgid:   !shared,
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if mode.term != nil {
+	if term != nil {
 		// The child makes its new group the terminal's foreground group
 		// itself, between fork and exec, with all signals still blocked
 		// (so no SIGTTOU stops it).
 		sys.Foreground = true
-		sys.Ctty = mode.term.fd
+		sys.Ctty = term.fd
 	}
 	files := []uintptr{cfg.Stdin.Fd(), cfg.Stdout.Fd(), cfg.Stderr.Fd()}
 	for _, f := range cfg.ExtraFiles {
@@ -73,13 +68,6 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 		return 0, execError(path, err)
 	}
 	return pid, nil
-}
-
-func orStd(f, std *os.File) *os.File {
-	if f == nil {
-		return std
-	}
-	return f
 }
 
 // execError names the command and classifies why exec failed: a missing file

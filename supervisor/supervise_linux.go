@@ -24,7 +24,7 @@ const noCause Reason = -1
 //
 // Reaping and the exec status: the child is started with syscall.ForkExec
 // (no os/exec Cmd, no Cmd.Wait), and every exit — the main child's, a
-// reparented daemon's, a zombie's — is collected by reapAll's
+// reparented daemon's, a zombie's — is collected by reap's
 // wait4(-1, WNOHANG) loop, which runs on every turn of the loop. The main
 // child's status is taken from that loop by pid, so the reaper cannot steal
 // it from anyone. A turn follows the main child's exit (forkAndAwait's
@@ -87,8 +87,7 @@ func (s *supervision) run(ctx context.Context) Result {
 		}
 		wake.Reset(s.nextWake())
 		select {
-		case <-s.chld:
-			s.followStop()
+		case <-s.chld: // reap, on the next turn, takes what it reports
 		case <-s.childExited:
 			s.childExited = nil
 		case sig := <-s.cfg.Signals.C():
@@ -134,34 +133,66 @@ func (s *supervision) nextWake() time.Duration {
 	return time.Hour
 }
 
-// reap collects every exited child and notes the main child's status.
+// reap collects every exited child, notes the main child's status, and
+// makes withlock follow a main child stopped by TSTP, TTIN or TTOU
+// (suspend). It loops wait4(-1, WNOHANG|WUNTRACED) until nothing is left to
+// report (signals coalesce: one SIGCHLD may stand for many exits).
+//
+// It takes every child's status, so the supervisor must be the only waiter
+// in the process: a concurrent os/exec Cmd.Wait would lose its status to
+// it (containerd's pkg/sys/reaper does the same). A stop's report is taken
+// too, so each stop is followed once (a continued child reports nothing
+// more). Sharing its group, withlock got the same stop signal from the
+// terminal and follows on that instead; a stop by SIGSTOP (a debugger, an
+// operator) is left to whoever stopped it.
 func (s *supervision) reap() {
-	exits, err := reapAll()
-	if err != nil {
-		s.log.Warn().Err(err).Msg("reap")
-	}
-	for _, e := range exits {
-		if e.pid == s.pid {
-			s.exited, s.status = true, e.status
-			s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("child ended")
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
 			continue
+		case err != nil && !errors.Is(err, unix.ECHILD):
+			s.log.Warn().Err(err).Msg("reap")
+			return
+		case pid <= 0:
+			return
+		case ws.Stopped():
+			if pid == s.pid && StopsJob(ws.StopSignal()) && !s.tearing && !s.shared {
+				s.log.Debug().Stringer("signal", ws.StopSignal()).Int("pid", pid).Msg("command stopped by job control")
+				s.suspend(0)
+			}
+		case pid == s.pid:
+			s.exited, s.status = true, ws
+			s.log.Debug().Int("pid", pid).Int("status", exitStatus(ws)).Msg("child ended")
+		default:
+			s.log.Debug().Int("pid", pid).Int("status", exitStatus(ws)).Msg("reaped orphan")
 		}
-		s.log.Debug().Int("pid", e.pid).Int("status", exitStatus(e.status)).Msg("reaped orphan")
 	}
 }
 
 // onSignal acts on a caught signal: TERM and INT start the teardown, TSTP,
 // TTIN and TTOU stop the child's tree and withlock (jobctl_linux.go), and
-// every other one is forwarded to the child's group. Sharing the caller's
-// group, the terminal's own signals have reached the command already
-// (onTerminalSignal).
+// every other one is forwarded to the child's group.
+//
+// Sharing the caller's group, the terminal's own signals (Ctrl-C, Ctrl-\,
+// Ctrl-Z, a resize; TTIN and TTOU go to the group of a background reader
+// or writer) the kernel has delivered to the whole group, caller and
+// command: they are not forwarded (one key press, one signal to the
+// command: a program that takes a second Ctrl-C for "force quit" must not
+// see a copy), and an INT starts no teardown (a program that traps it runs
+// on, as it would without withlock). A stop still stops withlock and
+// whatever of the tree left the group (suspend), so that nothing of it
+// runs while withlock renews nothing.
 func (s *supervision) onSignal(sig os.Signal) {
 	ss, ok := sig.(syscall.Signal)
 	switch {
 	case !ok:
-	case s.shared && fromTerminal(ss):
-		s.onTerminalSignal(ss)
-	case startsTeardown(ss):
+	case s.shared && StopsJob(ss):
+		s.suspend(0)
+	case s.shared && (ss == syscall.SIGINT || ss == syscall.SIGQUIT || ss == syscall.SIGWINCH):
+		s.log.Debug().Stringer("signal", ss).Msg("the terminal's signal reached the command's group itself; not forwarding")
+	case ss == syscall.SIGTERM || ss == syscall.SIGINT:
 		s.onStop(ss)
 	case StopsJob(ss):
 		s.suspend(ss)
@@ -184,7 +215,7 @@ func (s *supervision) onSignal(sig os.Signal) {
 	}
 }
 
-// onStop forwards TERM or INT, follows it with CONT and starts the grace.
+// onStop (TERM and INT start the teardown) forwards TERM or INT, follows it with CONT and starts the grace.
 //
 // During the grace a second INT kills at once (Ctrl-C twice). A repeated
 // TERM does not: it is the same stop, neither forwarded again nor cutting
@@ -204,28 +235,6 @@ func (s *supervision) onStop(sig syscall.Signal) {
 	}
 	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 	s.stopGroup(sig)
-}
-
-// fromTerminal reports whether sig is one the terminal sends to its
-// foreground group (Ctrl-C, Ctrl-\, Ctrl-Z, a resize; TTIN and TTOU go to
-// the group of a background reader or writer).
-func fromTerminal(sig syscall.Signal) bool {
-	return sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGWINCH || StopsJob(sig)
-}
-
-// onTerminalSignal acts on a signal of the terminal's while the command
-// shares withlock's group: the kernel has delivered it to the whole group,
-// caller and command, so it is not forwarded (one key press, one signal to
-// the command: a program that takes a second Ctrl-C for "force quit" must
-// not see a copy), and an INT starts no teardown (a program that traps it
-// runs on, as it would without withlock). A stop still stops withlock and
-// whatever of the tree left the group (suspend), so that nothing of it runs
-// while withlock renews nothing.
-func (s *supervision) onTerminalSignal(sig syscall.Signal) {
-	s.log.Debug().Stringer("signal", sig).Msg("the terminal's signal reached the command's group itself; not forwarding")
-	if StopsJob(sig) {
-		s.suspend(0)
-	}
 }
 
 // checkLock runs the Verify hook and treats a failure as a lost lock.

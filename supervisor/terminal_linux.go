@@ -43,20 +43,15 @@ func sharesCallersGroup(tty *terminal) bool {
 	return tty != nil && tty.pgrp != os.Getpid() && !failpoint.On(failpoint.OwnGroup)
 }
 
-// foreground returns the terminal's foreground process group.
-func (t *terminal) foreground() (int, error) {
-	pgrp, err := unix.IoctlGetInt(t.fd, unix.TIOCGPGRP)
-	if err != nil {
-		return 0, fmt.Errorf("read the terminal's foreground group: %w", err)
-	}
-	return pgrp, nil
+// foreground returns the terminal's foreground process group, 0 when it
+// cannot be read (no group has id 0).
+func (t *terminal) foreground() int {
+	pgrp, _ := unix.IoctlGetInt(t.fd, unix.TIOCGPGRP)
+	return pgrp
 }
 
 // ours reports whether withlock's group is the terminal's foreground group.
-func (t *terminal) ours() bool {
-	pgrp, err := t.foreground()
-	return err == nil && pgrp == t.pgrp
-}
+func (t *terminal) ours() bool { return t.foreground() == t.pgrp }
 
 // setForeground makes pgrp the terminal's foreground group. When withlock
 // is a background group at that point, tcsetpgrp would raise SIGTTOU and
