@@ -89,12 +89,20 @@ func (s *supervision) followStalledStop() {
 	}
 }
 
-// awaitGroupStop waits until no process of the child's group runs, or
-// stopWait passes. It reports false when the main child has ended instead.
+// awaitGroupStop waits until no process of the child's group runs (each
+// is stopped or a zombie), or stopWait passes. It reports false when the
+// main child has ended instead.
 func (s *supervision) awaitGroupStop() bool {
 	deadline := time.Now().Add(stopWait)
 	for {
-		main, running := s.groupState()
+		var main byte // the main child's state letter; 0: gone
+		running := false
+		for _, p := range s.descendants() {
+			if p.Pid == s.pid {
+				main = p.State
+			}
+			running = running || (!runsNothing(p.State) && p.Pgrp == s.pgid)
+		}
 		if main == 'Z' || main == 0 {
 			return false
 		}
@@ -103,20 +111,6 @@ func (s *supervision) awaitGroupStop() bool {
 		}
 		time.Sleep(pollInterval)
 	}
-}
-
-// groupState returns the main child's state letter and whether any process
-// of its group is neither stopped nor a zombie.
-func (s *supervision) groupState() (main byte, running bool) {
-	for _, p := range s.descendants() {
-		if p.Pid == s.pid {
-			main = p.State
-		}
-		if !runsNothing(p.State) && s.inGroup(p) {
-			running = true
-		}
-	}
-	return main, running
 }
 
 // stopTree SIGSTOPs every descendant that still runs and returns those
@@ -132,7 +126,7 @@ func (s *supervision) stopTree() []proc.Process {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}
-		if !s.inGroup(p) {
+		if p.Pgrp != s.pgid {
 			outside = append(outside, p)
 		}
 	}

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -52,10 +51,9 @@ type Signals struct {
 	// chld is SIGCHLD: an orphan the supervisor adopted has exited, or a
 	// child stopped or continued (the main child's exit it learns from
 	// waitid).
-	chld     chan os.Signal
-	complete sync.Once
-	caught   []os.Signal   // what the subscription covers, once ready
-	ready    chan struct{} // closed once the subscription is in place
+	chld   chan os.Signal
+	caught []os.Signal   // what the subscription covers, once ready
+	ready  chan struct{} // closed once the subscription is in place
 }
 
 // buffer is how many signals may queue before they are read; the signal
@@ -96,10 +94,8 @@ func (s *Signals) Wait() { <-s.ready }
 
 // Complete subscribes SIGCHLD; the supervisor calls it once the child is
 // forked, so the subscription's round trip to Go's signal thread overlaps
-// the child's exec. It is idempotent.
-func (s *Signals) Complete() {
-	s.complete.Do(func() { signal.Notify(s.chld, syscall.SIGCHLD) })
-}
+// the child's exec. It is idempotent, as signal.Notify is.
+func (s *Signals) Complete() { signal.Notify(s.chld, syscall.SIGCHLD) }
 
 // C delivers the caught signals received.
 func (s *Signals) C() <-chan os.Signal { return s.c }

@@ -114,23 +114,21 @@ func (s *supervision) run(ctx context.Context) Result {
 	return s.result()
 }
 
-// nextWake is how long the loop may sleep without an event: until the grace
-// ends, or one poll interval while leftovers are awaited.
+// nextWake is how long the loop may sleep without an event: one poll
+// interval while leftovers are awaited, stallPoll while the child's group
+// holds the terminal (followStalledStop), and never past the grace's end.
 func (s *supervision) nextWake() time.Duration {
-	if s.tearing && s.killedAt.IsZero() {
-		d := time.Until(s.killAt)
-		if s.draining && d > pollInterval {
-			return pollInterval
-		}
-		return max(d, 0)
+	d := time.Hour
+	if s.gave && !s.shared {
+		d = stallPoll
 	}
 	if s.draining || !s.killedAt.IsZero() {
-		return pollInterval
+		d = pollInterval
 	}
-	if s.gave && !s.shared {
-		return stallPoll // followStalledStop
+	if s.tearing && s.killedAt.IsZero() {
+		d = min(d, max(time.Until(s.killAt), 0))
 	}
-	return time.Hour
+	return d
 }
 
 // reap collects every exited child, notes the main child's status, and
@@ -207,10 +205,13 @@ func (s *supervision) onSignal(sig os.Signal) {
 		}
 		ev.Str("event", "signal_forwarded").Stringer("signal", ss).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(ss)
-		if ss == syscall.SIGCONT {
-			// A SIGSTOP withlock could not see may have held it for longer
-			// than the lock's TTL: look now rather than at the next renewal.
-			s.checkLock()
+		// After a CONT: a SIGSTOP withlock could not see may have held it
+		// for longer than the lock's TTL: look now (the Verify hook) rather
+		// than at the next renewal; a failure is a lost lock.
+		if ss == syscall.SIGCONT && s.cfg.Verify != nil && !s.exited {
+			if err := s.cfg.Verify(); err != nil {
+				s.onLost(err)
+			}
 		}
 	}
 }
@@ -235,16 +236,6 @@ func (s *supervision) onStop(sig syscall.Signal) {
 	}
 	s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 	s.stopGroup(sig)
-}
-
-// checkLock runs the Verify hook and treats a failure as a lost lock.
-func (s *supervision) checkLock() {
-	if s.cfg.Verify == nil || s.exited {
-		return
-	}
-	if err := s.cfg.Verify(); err != nil {
-		s.onLost(err)
-	}
 }
 
 // onLost applies the lost-lock policy.
@@ -378,16 +369,12 @@ func (s *supervision) signalGroup(sig syscall.Signal) {
 func (s *supervision) groupMembers() []proc.Process {
 	var in []proc.Process
 	for _, p := range s.descendants() {
-		if p.Pid == s.pid || s.inGroup(p) {
+		if p.Pid == s.pid || p.Pgrp == s.pgid {
 			in = append(in, p)
 		}
 	}
 	return in
 }
-
-// inGroup reports whether p (as a fresh scan saw it) is in the command's
-// process group.
-func (s *supervision) inGroup(p proc.Process) bool { return p.Pgrp == s.pgid }
 
 // signalTree signals each of ps by pidfd (signalProcess).
 func (s *supervision) signalTree(ps []proc.Process, sig syscall.Signal) {

@@ -23,13 +23,12 @@ import (
 // format: no waiting, conflict or exit event (cron mails any output).
 // Every "time" is RFC 3339 in UTC with milliseconds.
 type runEvents struct {
-	log      zerolog.Logger
+	log      zerolog.Logger // with child_pid once a child has been started (for released and exit)
 	runID    string
 	start    time.Time
 	quiet    bool // -q
 	waitOnce sync.Once
 	acquire  time.Time // when the lock was granted
-	childPid int       // the child's pid once it has been started (for released and exit)
 }
 
 // The "time" field of every JSON event: RFC 3339, UTC, milliseconds.
@@ -41,14 +40,6 @@ func init() {
 // event starts the info event name of this run.
 func (e *runEvents) event(name string) *zerolog.Event {
 	return e.log.Info().Str("event", name).Str("run_id", e.runID).Int("pid", os.Getpid())
-}
-
-// send logs ev, with child_pid once a child has been started.
-func (e *runEvents) send(ev *zerolog.Event, msg string) {
-	if e.childPid > 0 {
-		ev = ev.Int("child_pid", e.childPid)
-	}
-	ev.Msg(msg)
 }
 
 // waiting logs "waiting" the first time the lock is found held (h), not
@@ -80,7 +71,7 @@ func (e *runEvents) acquired(lock heldLock) {
 }
 
 func (e *runEvents) released() {
-	e.send(e.event("released").Dur("held_ms", time.Since(e.acquire)), "lock released")
+	e.event("released").Dur("held_ms", time.Since(e.acquire)).Msg("lock released")
 }
 
 // exit logs the status withlock is about to exit with; with -q, not after
@@ -90,5 +81,5 @@ func (e *runEvents) exit(err error) {
 		return
 	}
 	status, _ := statusOf(err)
-	e.send(e.event("exit").Int("status", status).Dur("duration_ms", time.Since(e.start)), "exit")
+	e.event("exit").Int("status", status).Dur("duration_ms", time.Since(e.start)).Msg("exit")
 }

@@ -196,7 +196,9 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	events.childPid = res.Pid  // the supervisor's own events carry child_pid already
+	if res.Pid > 0 { // released and exit name the child; the supervisor's own events carry child_pid already
+		events.log = events.log.With().Int("child_pid", res.Pid).Logger()
+	}
 	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
