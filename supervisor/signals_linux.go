@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -51,9 +52,8 @@ type Signals struct {
 	// chld is SIGCHLD: an orphan the supervisor adopted has exited, or a
 	// child stopped or continued (the main child's exit it learns from
 	// waitid).
-	chld   chan os.Signal
-	caught []os.Signal   // what the subscription covers, once ready
-	ready  chan struct{} // closed once the subscription is in place
+	chld  chan os.Signal
+	ready chan struct{} // closed once the subscription is in place
 }
 
 // buffer is how many signals may queue before they are read; the signal
@@ -79,13 +79,8 @@ func (s *Signals) subscribe() {
 	if failpoint.On(failpoint.SlowSubscribe) || failpoint.On(failpoint.WaitUnsubscribed) {
 		time.Sleep(300 * time.Millisecond)
 	}
-	s.caught = make([]os.Signal, 0, len(Caught))
-	for _, sig := range Caught {
-		if !signal.Ignored(sig) {
-			s.caught = append(s.caught, sig)
-		}
-	}
-	signal.Notify(s.c, s.caught...)
+	// Every caught signal but those left ignored (see Signals).
+	signal.Notify(s.c, slices.DeleteFunc(slices.Clone(Caught), signal.Ignored)...)
 	close(s.ready)
 }
 
