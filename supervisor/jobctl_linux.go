@@ -196,6 +196,12 @@ func (s *supervision) giveTerminal(heldBy int) {
 	s.gave = true
 }
 
+// runsNothing reports whether a process's state letter is one that runs
+// nothing: stopped, traced, a zombie, or gone (0).
+func runsNothing(state byte) bool {
+	return state == 0 || state == 'T' || state == 't' || state == 'Z'
+}
+
 // StopSelf stops withlock with SIGSTOP and returns once it is continued.
 // The signal is sent to the calling thread (tgkill, on a locked thread), so
 // the kernel stops the process on the way out of that very call: when it

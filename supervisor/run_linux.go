@@ -91,6 +91,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// setSubreaper marks this process as a child subreaper (on=1) or clears
+// the mark (on=0): orphaned descendants (double-forked, setsid'd daemons)
+// then reparent to us instead of init.
+func setSubreaper(on uintptr) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, on, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", err)
+	}
+	return nil
+}
+
 // spawned is what forkAndAwait reports once the fork is done.
 type spawned struct {
 	pid int

@@ -5,9 +5,7 @@
 // the members of a process group, and the processes that have a given file
 // open. The run lock judges holders with it; the supervisor finds leftovers.
 //
-// Only Linux has /proc; elsewhere every function returns an error matching
-// errors.ErrUnsupported, and Live answers Alive, so nothing is reclaimed on
-// a guess.
+// Only Linux is supported (internal/fsys stops other builds).
 package proc
 
 // Process is one process as /proc/<pid>/stat shows it.
