@@ -30,13 +30,11 @@ type Config struct {
 	Stdin  *os.File // nil means os.Stdin
 	Stdout *os.File // nil means os.Stdout
 	Stderr *os.File // nil means os.Stderr
-	// ExtraFiles are open files the child gets as descriptors 3, 4, …
-	// (as exec.Cmd.ExtraFiles; a nil entry is closed), and so its whole
-	// tree, unless a process closes them: the lock's tree descriptor.
-	ExtraFiles []*os.File
-	Grace      time.Duration // TERM → KILL grace; 0 kills at once
-	Timeout    time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
-	Signals    *Signals      // subscribed by the caller; nil makes Run subscribe itself
+	// The child gets no other descriptor of withlock's but the inheritable
+	// ones (not close-on-exec): the lock's tree file.
+	Grace   time.Duration // TERM → KILL grace; 0 kills at once
+	Timeout time.Duration // 0 means none; on expiry TERM → grace → KILL, status 124
+	Signals *Signals      // subscribed by the caller; nil makes Run subscribe itself
 	// Watch, when set, starts watching the lock (its heartbeat) and
 	// returns the channel that receives once when the lock is lost. Run
 	// calls it once the child is forked, while it execs: starting the watch

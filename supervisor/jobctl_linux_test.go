@@ -162,25 +162,6 @@ func TestRepeatedTermKeepsGrace(t *testing.T) {
 	}
 }
 
-// TestExtraFiles: ExtraFiles become the child's descriptors from 3 on, a
-// nil entry closed.
-func TestExtraFiles(t *testing.T) {
-	dir := t.TempDir()
-	extra, out := filepath.Join(dir, "extra"), filepath.Join(dir, "out")
-	if err := os.WriteFile(extra, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h := startHelper(t, helperOpts{argv: []string{"sh", "-c", `readlink /proc/$$/fd/4; readlink /proc/$$/fd/3 || echo fd3-closed`},
-		env: []string{"HELPER_EXTRA_FILE=" + extra, "HELPER_STDOUT=" + out}})
-	if r := h.wait(t); r.Status != 0 {
-		t.Fatalf("status %d", r.Status)
-	}
-	b, _ := os.ReadFile(out)
-	if got, want := string(b), extra+"\nfd3-closed\n"; got != want {
-		t.Errorf("child saw %q, want %q", got, want)
-	}
-}
-
 // TestResumeContinuesOnce: the CONT that resumes a stopped supervisor
 // reaches the child once (resume continues the tree; the CONT notification
 // that follows is not forwarded again). The child catches TSTP (it records

@@ -58,7 +58,6 @@ type helperResult struct {
 //	HELPER_ARGV (JSON), HELPER_GRACE, HELPER_TIMEOUT, HELPER_LOST_AFTER,
 //	HELPER_KEEP_ORPHANS=1, HELPER_DIE_WITH_PARENT=1, HELPER_STDOUT (file), HELPER_RAISE (signal number
 //	raised and queued before Run), HELPER_READY (file written once subscribed),
-//	HELPER_EXTRA_FILE (opened and passed as the child's fd 4, fd 3 closed),
 //	HELPER_VERIFY_FILE (Verify fails once it exists), HELPER_RESULT (file).
 func superviseRole() int {
 	var ignored []int
@@ -119,13 +118,6 @@ func helperConfig(sigs *supervisor.Signals) (supervisor.Config, error) {
 			return cfg, err
 		}
 		cfg.Stdout = f
-	}
-	if path := os.Getenv("HELPER_EXTRA_FILE"); path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.ExtraFiles = []*os.File{nil, f} // fd 3 closed, fd 4 the file
 	}
 	if path := os.Getenv("HELPER_VERIFY_FILE"); path != "" {
 		// Verify fails once the file exists (the lock was broken) and

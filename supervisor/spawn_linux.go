@@ -43,13 +43,9 @@ func spawn(cfg Config, term *terminal, shared bool) (int, error) {
 		sys.Foreground = true
 		sys.Ctty = term.fd
 	}
-	files := []uintptr{cfg.Stdin.Fd(), cfg.Stdout.Fd(), cfg.Stderr.Fd()}
-	for _, f := range cfg.ExtraFiles {
-		files = append(files, f.Fd()) // a nil *os.File's is ^0: closed in the child
-	}
 	attr := &syscall.ProcAttr{
 		Env:   cfg.Env,
-		Files: files,
+		Files: []uintptr{cfg.Stdin.Fd(), cfg.Stdout.Fd(), cfg.Stderr.Fd()},
 		Sys:   sys,
 	}
 	// The child starts with withlock's signal mask and its ignored signals:
