@@ -106,24 +106,17 @@ func (s *Signals) Stop() {
 	signal.Stop(s.chld)
 }
 
-// ExitStatusForSignal is the shell's status for death by sig: 128+N.
-func ExitStatusForSignal(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return 128 + int(syscall.SIGTERM)
-}
+// ExitStatusForSignal is the shell's status for death by sig: 128+N. (Every
+// os.Signal on Linux is a syscall.Signal.)
+func ExitStatusForSignal(sig os.Signal) int { return 128 + int(sig.(syscall.Signal)) }
 
 // AbortsWait reports whether sig, received while waiting for the lock, ends
 // the wait (status 128+N, or death by INT and QUIT): true for every caught
 // signal whose default action ends a process. CONT and WINCH are ignored
-// while waiting; TSTP, TTIN and TTOU stop withlock (see StopsJob).
+// while waiting; TSTP, TTIN and TTOU stop withlock (see StopsJob). (CHLD
+// and URG, which are not caught, never reach the wait.)
 func AbortsWait(sig os.Signal) bool {
-	switch sig {
-	case syscall.SIGCONT, syscall.SIGWINCH, syscall.SIGCHLD, syscall.SIGURG:
-		return false
-	}
-	return !StopsJob(sig)
+	return sig != syscall.SIGCONT && sig != syscall.SIGWINCH && !StopsJob(sig)
 }
 
 // StopsJob reports whether sig is a job-control stop (TSTP, TTIN, TTOU):
