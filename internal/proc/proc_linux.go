@@ -155,7 +155,7 @@ func Descendants(pid int) ([]Process, error) {
 		// Every process below a subreaper has a chain of parents ending in
 		// one of its children, so with no child at all there is nothing
 		// below: one waitid instead of a pass over all of /proc.
-		if has, err := hasChildren(); err == nil && !has {
+		if !hasChildren() {
 			return nil, nil
 		}
 	}
@@ -221,17 +221,12 @@ func Holding(id FileID) ([]int, error) {
 
 // hasChildren reports whether the calling process has any child, live or
 // zombie: waitid(P_ALL, WNOHANG|WNOWAIT) fails with ECHILD only when there
-// is none, and it reaps nothing.
-func hasChildren() (bool, error) {
+// is none, and it reaps nothing. Any other failure counts as a child (the
+// caller then looks at /proc).
+func hasChildren() bool {
 	var info unix.Siginfo
 	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WSTOPPED|unix.WCONTINUED|unix.WNOHANG|unix.WNOWAIT, nil)
-	if errors.Is(err, unix.ECHILD) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, nil
+	return !errors.Is(err, unix.ECHILD)
 }
 
 // View says how the mounted /proc sees this process. /proc shows the pids
