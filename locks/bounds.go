@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -45,10 +46,15 @@ func checkTTL(what string, ttl time.Duration) (time.Duration, error) {
 	return ttl, nil
 }
 
-// checkTTLSeconds is checkTTL for a count of seconds, checked before it is
-// multiplied into a time.Duration, where a large count would wrap.
-func checkTTLSeconds(what string, n int64) (time.Duration, error) {
-	if n < int64(MinTTL/time.Second) || n > int64(MaxTTL/time.Second) {
+// checkTTLSeconds is checkTTL for v, a count of seconds, checked before it
+// is multiplied into a time.Duration, where a large count would wrap;
+// notNumber is the reason when v is not an integer.
+func checkTTLSeconds(what, v, notNumber string) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil:
+		return 0, &InvalidError{What: what, Reason: notNumber}
+	case n < int64(MinTTL/time.Second) || n > int64(MaxTTL/time.Second):
 		return 0, &InvalidError{What: what, Reason: "ttl must be between 1 and 31536000 seconds (1 year)"}
 	}
 	return time.Duration(n) * time.Second, nil

@@ -90,15 +90,23 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 	case err != nil && !force:
 		return nil, fmt.Errorf("%w (--force moves it aside unread)", err)
 	case err != nil:
-		return r.breakUnreadable(lockPath)
+		// Unreadable (a FIFO, a symlink, a file we may not open): moved
+		// aside by its inode, as a corrupt lock.
+		fi, lerr := r.fsys().Lstat(lockPath)
+		if lerr != nil {
+			return nil, lerr
+		}
+		v = lockView{path: lockPath, parseErr: err, modTime: fi.ModTime(), ino: inode(fi), fi: fi}
 	}
-	now := r.now()
 	verdict := r.judge(v)
+	if err != nil {
+		verdict = Verdict{Reason: StaleCorrupt}
+	}
 	h := r.holder(lockPath, v, verdict)
 	reason := verdict.Reason
 	if reason == NotStale && !force {
 		h.FindPids()
-		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: now}
+		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: r.now()}
 	}
 	if err := checkOwned("lock file", lockPath, v.fi); err != nil {
 		return nil, err
@@ -114,23 +122,6 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 		Bool("forced", reason == NotStale).Int("holder_pid", v.payload.Pid).
 		Str("lock_file", lockPath).Str("moved_to", dst).Msg("lock moved aside")
 	return &Broken{Holder: *h, Reason: reason, MovedTo: dst}, nil
-}
-
-// breakUnreadable moves aside a lock path that could not be read (a FIFO,
-// a symlink, a file we may not open), by its inode.
-func (r *RunLocker) breakUnreadable(lockPath string) (*Broken, error) {
-	fi, err := r.fsys().Lstat(lockPath)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkOwned("lock file", lockPath, fi); err != nil {
-		return nil, err
-	}
-	dst, err := r.moveLockAside(lockPath, inode(fi))
-	if err != nil {
-		return nil, err
-	}
-	return &Broken{Holder: Holder{Path: lockPath, Torn: true, ModTime: fi.ModTime()}, Reason: StaleCorrupt, MovedTo: dst}, nil
 }
 
 // errReplaced: the lock file changed between the read and the move.

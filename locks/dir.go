@@ -48,19 +48,10 @@ func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, 
 		if d, err := time.ParseDuration(v); err == nil {
 			return checkTTL(what, d)
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, &InvalidError{What: what, Reason: "not a duration (30s, 5m) or a number of seconds"}
-		}
-		return checkTTLSeconds(what, n)
+		return checkTTLSeconds(what, v, "not a duration (30s, 5m) or a number of seconds")
 	}
 	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
-		what := "NEXUSCORE_RUN_LOCK_TTL_SECONDS=" + strconv.Quote(v)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, &InvalidError{What: what, Reason: "not an integer number of seconds"}
-		}
-		return checkTTLSeconds(what, n)
+		return checkTTLSeconds("NEXUSCORE_RUN_LOCK_TTL_SECONDS="+strconv.Quote(v), v, "not an integer number of seconds")
 	}
 	return DefaultTTL, nil
 }
@@ -121,14 +112,11 @@ func checkReadDir(fsys FS, dir string) error {
 	if err != nil {
 		return err
 	}
-	if euid() == 0 {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return checkLockDir(dir, fi)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
-		}
-		return nil
+	if euid() != 0 || fi.Mode()&fs.ModeSymlink != 0 {
+		return checkLockDir(dir, fi)
 	}
-	return checkLockDir(dir, fi)
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	return nil
 }

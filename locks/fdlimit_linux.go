@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -27,11 +26,11 @@ const spareDescriptors = 16
 // reported as such, not the runtime's abort.
 const readerDescriptors = 3
 
-// countBelow is the limit under which the open descriptors are counted
-// (one read of /proc/self/fd) instead of taken to be the few a process
-// starts with: only a parent leaking hundreds of descriptors into us could
-// make a larger limit too small.
-const countBelow = 256
+// probeBelow is the limit under which the descriptors a run needs are
+// taken, to see that they can be had, instead of taken to be there: only a
+// parent leaking hundreds of descriptors into us could make a larger limit
+// too small.
+const probeBelow = 256
 
 var reserve struct {
 	sync.Mutex
@@ -68,22 +67,24 @@ func CheckDescriptors() error {
 }
 
 // checkDescriptors fails when fewer than spare descriptors are left under
-// the open-file limit; purpose says what for, in the message.
+// the open-file limit; purpose says what for, in the message. It opens
+// them (O_PATH opens of /, which need nothing of any filesystem), so
+// descriptors numbered above the limit (a parent's fd 251), which take no
+// room a new one could have, count for nothing, and closes them again.
 func checkDescriptors(spare int, purpose string) error {
 	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= countBelow {
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= probeBelow {
 		return nil // cannot tell, or plenty: go on
 	}
-	open := openDescriptors(int(lim.Cur))
-	if open >= 0 && uint64(open)+uint64(spare) <= lim.Cur {
-		return nil
+	for n := 0; n < spare; n++ {
+		fd, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%w: the open-file limit is %d (ulimit -n) and leaves fewer than the %d descriptors withlock needs %s: raise it (ulimit -n 64)",
+				ErrFewDescriptors, lim.Cur, spare, purpose)
+		}
+		defer unix.Close(fd)
 	}
-	inUse := "all"
-	if open >= 0 {
-		inUse = strconv.Itoa(open)
-	}
-	return fmt.Errorf("%w: the open-file limit is %d (ulimit -n) with %s in use; withlock needs %d more %s: raise it (ulimit -n 64)",
-		ErrFewDescriptors, lim.Cur, inUse, spare, purpose)
+	return nil
 }
 
 // FreeReserve closes the descriptors ReserveDescriptors set aside.
@@ -95,35 +96,4 @@ func FreeReserve() {
 		unix.Close(reserve.fds[1])
 		reserve.set = false
 	}
-}
-
-// openDescriptors counts this process's open descriptors numbered below
-// limit — those above it (a parent's fd 251) take no room a new one could
-// have —, -1 when it cannot (the count itself needs one: none left is a
-// count of "too many").
-func openDescriptors(limit int) int {
-	fd, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
-	}
-	defer unix.Close(fd)
-	n := 0
-	buf := make([]byte, 4096)
-	var names []string
-	for {
-		got, err := unix.ReadDirent(fd, buf)
-		if err != nil {
-			return -1
-		}
-		if got == 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:got], -1, names[:0])
-		for _, name := range names {
-			if k, err := strconv.Atoi(name); err == nil && k < limit && k != fd {
-				n++ // not the directory's own descriptor
-			}
-		}
-	}
-	return n
 }

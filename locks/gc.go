@@ -49,11 +49,10 @@ func (r *RunLocker) CollectGarbage(olderThan time.Duration, dryRun bool) ([]Left
 			continue
 		}
 		if !dryRun {
-			err := r.removeLeftover(l)
-			if errors.Is(err, fs.ErrNotExist) {
+			switch err := r.removeLeftover(l); {
+			case errors.Is(err, fs.ErrNotExist):
 				continue // removed by someone else (another gc): not ours to report
-			}
-			if err != nil {
+			case err != nil:
 				errs = append(errs, err)
 				continue
 			}

@@ -31,27 +31,22 @@ func SelfIdentity() (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("boot id: %w", err)
 	}
+	// A /proc of another pid namespace (proc.View) does not know our pid,
+	// and no run fails for that; /proc/self still leads to our own entry
+	// (our pid namespace, our start time) when it shows us at all.
 	procPid, ours := proc.View()
-	if !ours {
-		// /proc/self still leads to our own entry (our pid namespace, our
-		// start time) when this /proc shows us at all; our pid is not one
-		// it knows, and no run fails for that.
-		self := Identity{Host: host, BootID: boot, Pid: os.Getpid(), ForeignProc: true}
-		if procPid > 0 {
-			self.PidNS, _ = proc.PidNamespace()
-			self.PidStart, _ = proc.StartTime(procPid)
-		}
+	self := Identity{Host: host, BootID: boot, Pid: os.Getpid(), ForeignProc: !ours}
+	if procPid <= 0 {
 		return self, nil
 	}
-	ns, err := proc.PidNamespace()
-	if err != nil {
-		return Identity{}, fmt.Errorf("pid namespace: %w", err)
+	self.PidNS, err = proc.PidNamespace()
+	if err == nil {
+		self.PidStart, err = proc.StartTime(procPid)
 	}
-	start, err := proc.StartTime(procPid)
-	if err != nil {
-		return Identity{}, fmt.Errorf("own start time: %w", err)
+	if err != nil && ours {
+		return Identity{}, fmt.Errorf("pid namespace and start time: %w", err)
 	}
-	return Identity{Host: host, BootID: boot, PidNS: ns, Pid: os.Getpid(), PidStart: start}, nil
+	return self, nil
 }
 
 // Liveness is what can be said about a pid on this host (internal/proc).

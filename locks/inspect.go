@@ -193,9 +193,8 @@ func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
 		info.Tree = TreeRunning // an alive holder holds its own tree file
 	}
 	if verdict.Orphaned {
-		h := r.holder(path, v, verdict)
-		h.FindPids()
-		info.Orphaned, info.Pids, info.PidsKnown = true, h.Pids, h.PidsKnown
+		info.Orphaned = true
+		info.Pids, info.PidsKnown = treePids(treePath(path, v.payload.LockID))
 	}
 	info.State = StateHeld
 	if info.StaleReason != NotStale {

@@ -256,19 +256,19 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
 func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
-	return r.tryAcquire(runID, nil)
+	return r.tryAcquire(runID, r.files(runID), nil)
 }
 
-// tryAcquire is TryAcquire by a waiter, with its request for the hold
-// (nil: none), which may be granted already.
-func (r *RunLocker) tryAcquire(runID string, hold *holdRequest) (*Lock, *Holder, error) {
+// tryAcquire is TryAcquire by a waiter, with runID's files (named once per
+// wait) and its request for the hold (nil: none), which may be granted
+// already.
+func (r *RunLocker) tryAcquire(runID string, files runFiles, hold *holdRequest) (*Lock, *Holder, error) {
 	if err := CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
 	if err := r.prepareDir(); err != nil {
 		return nil, nil, err
 	}
-	files := r.files(runID)
 	lockPath := files.lock
 	// A live holder is reported without taking the guard: a lock file is
 	// only ever replaced whole, so one read is a consistent view, and the
@@ -342,10 +342,8 @@ func (r *RunLocker) read(path string) (lockView, error) {
 
 func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
 	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
-	if v.fi != nil {
-		if uid, ok := ownerUID(v.fi); ok && uid != euid() {
-			h.Owner = userText(uid)
-		}
+	if uid, ok := ownerUID(v.fi); ok && uid != euid() {
+		h.Owner = userText(uid)
 	}
 	if v.parseErr != nil {
 		h.Torn = true
@@ -649,13 +647,14 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 	var hold *holdRequest
 	defer func() { hold.abandon() }()
 	var lock *Lock
+	files := r.files(runID)
 	err := r.loop(ctx, waitFor{
 		runID: runID,
 		start: r.now(),
 		wait:  wait,
-		names: []string{Key(runID) + ".lock"},
+		names: []string{filepath.Base(files.lock)},
 		try: func() (bool, []*Holder, error) {
-			l, holder, err := r.tryAcquire(runID, hold)
+			l, holder, err := r.tryAcquire(runID, files, hold)
 			lock = l
 			if err != nil || l != nil {
 				return l != nil, nil, err
@@ -665,7 +664,7 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		queue: func(held []*Holder) (*holdRequest, bool, bool) {
 			if h := held[0]; h.Hold && h.Local && !hold.isGranted() {
 				if !hold.live() {
-					if hold = r.requestHold(r.files(runID).fence); hold.isGranted() {
+					if hold = r.requestHold(files.fence); hold.isGranted() {
 						return hold, false, true // let go just now: look again at once
 					}
 				}

@@ -117,13 +117,13 @@ type SlotsHeldError struct {
 }
 
 func (e *SlotsHeldError) Error() string {
-	pids := make([]string, 0, len(e.Holders))
+	var pids []string
 	for _, h := range e.Holders {
+		pid := strconv.Itoa(h.Pid)
 		if h.Orphaned {
-			pids = append(pids, h.orphanText())
-			continue
+			pid = h.orphanText()
 		}
-		pids = append(pids, strconv.Itoa(h.Pid))
+		pids = append(pids, pid)
 	}
 	return fmt.Sprintf("run %q: all %d slots are held (pids %s)", e.RunID, e.Max, strings.Join(pids, ", "))
 }
@@ -151,8 +151,9 @@ func (m semMeta) flag() string {
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
 // false when it never was (no meta file). A corrupt meta file is read as
-// readOrRecoverMeta rebuilds it from the slots held, without writing it back (status and break
-// must see the slots still held; max is then the least N that fits them).
+// readOrRecoverMeta rebuilds it from the slots held, without writing it
+// back: status and break must see the slots still held (max is then the
+// least N that fits them).
 func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
 	m, found, _, err := r.readOrRecoverMeta(runID)
 	return m.Mode, m.Max, m.Slots, found, err
@@ -409,16 +410,13 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 			waiting()
 		}
 	}()
-	names := []string{Key(runID) + ".lock"}
-	if mode == ModeMax {
-		names = append(names, slotNames(runID, mode, max)...)
-	}
 	var lock *SlotLock
 	err := r.loop(ctx, waitFor{
 		runID: runID,
 		start: r.now(),
 		wait:  wait,
-		names: names,
+		// X's lock file, and a semaphore's slots (max is 0 when shared).
+		names: append([]string{Key(runID) + ".lock"}, slotNames(runID, mode, max)...),
 		try: func() (bool, []*Holder, error) {
 			l, held, err := r.trySlot(runID, mode, max)
 			lock = l

@@ -28,6 +28,7 @@ type waker struct {
 	names map[string]bool // the lock files (base names) whose events matter
 
 	ino   *os.File // inotify instance; nil when unavailable
+	inoFd int      // its descriptor, for adding and removing the watch
 	wd    int      // its watch on dir; -1 when not watching
 	wdMu  sync.Mutex
 	dirty chan struct{} // one token: an event concerned the lock or the dir
@@ -52,7 +53,7 @@ func newWaker(ctx context.Context, dir string, names ...string) *waker {
 		w.names[n] = true
 	}
 	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
-		w.ino = os.NewFile(uintptr(fd), "inotify")
+		w.ino, w.inoFd = os.NewFile(uintptr(fd), "inotify"), fd
 		w.Watching()
 		go w.readEvents(w.ino)
 	}
@@ -68,15 +69,9 @@ func (w *waker) Watching() bool {
 	w.wdMu.Lock()
 	defer w.wdMu.Unlock()
 	if w.wd < 0 {
-		conn, err := w.ino.SyscallConn()
-		if err != nil {
-			return false
+		if wd, err := unix.InotifyAddWatch(w.inoFd, w.dir, dirEvents); err == nil {
+			w.wd = wd
 		}
-		conn.Control(func(fd uintptr) {
-			if wd, err := unix.InotifyAddWatch(int(fd), w.dir, dirEvents); err == nil {
-				w.wd = wd
-			}
-		})
 	}
 	return w.wd >= 0
 }
@@ -222,12 +217,11 @@ func (w *waker) Close() {
 	wd := w.wd
 	w.wd = -1
 	w.wdMu.Unlock()
-	ino, delay := w.ino, closeDelay
+	ino, fd, delay := w.ino, w.inoFd, closeDelay
 	go func() {
 		if wd >= 0 {
-			if conn, err := ino.SyscallConn(); err == nil {
-				conn.Control(func(fd uintptr) { _, _ = unix.InotifyRmWatch(int(fd), uint32(wd)) })
-			}
+			// ino is open until the AfterFunc below: fd is still its.
+			_, _ = unix.InotifyRmWatch(fd, uint32(wd))
 		}
 		time.AfterFunc(delay, func() { ino.Close() })
 	}()

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -64,17 +65,26 @@ func (s *supervision) suspend(sig syscall.Signal) {
 // followStop runs on SIGCHLD: a main child stopped by TSTP, TTIN or TTOU
 // makes withlock follow it (suspend). Sharing its group, withlock got the
 // same stop signal from the terminal and follows on that instead.
+//
+// wait4(WUNTRACED|WNOHANG) takes the stop's report, so each stop is
+// followed once (a continued child reports nothing more); reapAll waits
+// for exits only and leaves stops to it. An exit it finds instead is the
+// main child's status, noted here as reap would.
 func (s *supervision) followStop() {
 	if s.exited || s.tearing || s.shared {
 		return
 	}
-	sig, stopped, err := stopSignal(s.pid)
-	if err != nil {
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(s.pid, &ws, unix.WUNTRACED|unix.WNOHANG, nil)
+	switch {
+	case err != nil && !errors.Is(err, unix.ECHILD):
 		s.log.Warn().Err(err).Msg("look for a stopped child")
-		return
-	}
-	if stopped && StopsJob(sig) {
-		s.log.Debug().Stringer("signal", sig).Int("pid", s.pid).Msg("command stopped by job control")
+	case pid != s.pid: // nothing to report
+	case !ws.Stopped():
+		s.exited, s.status = true, ws
+		s.log.Debug().Int("pid", pid).Int("status", exitStatus(ws)).Msg("child ended")
+	case StopsJob(ws.StopSignal()):
+		s.log.Debug().Stringer("signal", ws.StopSignal()).Int("pid", s.pid).Msg("command stopped by job control")
 		s.suspend(0)
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // The test binary plays other roles when re-executed with roleEnv set:
-// "supervise" is withlock in miniature (Notify, then Run, then write the
+// "supervise" is withlock in miniature (NotifyAsync, then Run, then write the
 // result); with trapArg it is a child that records the signals it receives.
 const roleEnv = "SUPERVISOR_TEST_ROLE"
 
@@ -32,9 +32,6 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(roleEnv) == "supervise" {
 		os.Exit(superviseRole())
-	}
-	if role := os.Getenv(roleEnv); strings.HasPrefix(role, "handover-") {
-		os.Exit(handoverRole(role))
 	}
 	if role := os.Getenv(roleEnv); strings.HasPrefix(role, "mask-") {
 		os.Exit(maskRole(role))
@@ -52,7 +49,7 @@ type helperResult struct {
 	Err             string `json:"err,omitempty"`
 	ElapsedMS       int64  `json:"elapsed_ms"`
 	Leftovers       int    `json:"leftovers"`        // our descendants (zombies too) once Run returned
-	IgnoredAtStart  []int  `json:"ignored_at_start"` // forwarded signals ignored before Notify
+	IgnoredAtStart  []int  `json:"ignored_at_start"` // forwarded signals ignored before subscribing
 	ForegroundAfter bool   `json:"foreground_after"` // stdin's foreground group is ours again
 }
 
@@ -60,7 +57,7 @@ type helperResult struct {
 //
 //	HELPER_ARGV (JSON), HELPER_GRACE, HELPER_TIMEOUT, HELPER_LOST_AFTER,
 //	HELPER_KEEP_ORPHANS=1, HELPER_DIE_WITH_PARENT=1, HELPER_STDOUT (file), HELPER_RAISE (signal number
-//	raised and queued before Run), HELPER_READY (file written after Notify),
+//	raised and queued before Run), HELPER_READY (file written once subscribed),
 //	HELPER_EXTRA_FILE (opened and passed as the child's fd 4, fd 3 closed),
 //	HELPER_VERIFY_FILE (Verify fails once it exists), HELPER_RESULT (file).
 func superviseRole() int {
@@ -70,7 +67,8 @@ func superviseRole() int {
 			ignored = append(ignored, int(sig.(syscall.Signal)))
 		}
 	}
-	sigs := supervisor.Notify()
+	sigs := supervisor.NotifyAsync()
+	sigs.Wait()
 	defer sigs.Stop()
 	if os.Getenv("HELPER_DIE_WITH_PARENT") == "1" {
 		if err := supervisor.DieWithParent(); err != nil {

@@ -3,8 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,51 +53,6 @@ func reapAll() ([]exit, error) {
 		}
 		exits = append(exits, exit{pid: pid, status: ws})
 	}
-}
-
-// stopSignal reports whether pid, a child of this process, is stopped, and
-// by which signal (SIGTSTP, SIGTTIN, SIGTTOU for a job-control stop,
-// SIGSTOP otherwise). It looks with waitid(WSTOPPED|WNOHANG|WNOWAIT), which
-// takes nothing: the stop stays reportable and reapAll, which waits for
-// exits only, still gets the exit status. A child that is not stopped, or
-// already exited, reports false.
-func stopSignal(pid int) (syscall.Signal, bool, error) {
-	var info unix.Siginfo
-	var err error = unix.EINTR
-	for errors.Is(err, unix.EINTR) {
-		err = unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil)
-	}
-	switch {
-	case errors.Is(err, unix.ECHILD):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("waitid %d: %w", pid, err)
-	}
-	// With WNOHANG and nothing to report the kernel leaves si_pid zero.
-	if childPid(&info) != int32(pid) || (info.Code != cldStopped && info.Code != cldTrapped) {
-		return 0, false, nil
-	}
-	return syscall.Signal(childStatus(&info)), true, nil
-}
-
-// si_code values of a SIGCHLD siginfo (<asm-generic/siginfo.h>).
-const (
-	cldTrapped = 4 // a traced child stopped
-	cldStopped = 5 // a child stopped by a signal
-)
-
-// siginfoFields is where si_pid and si_status sit in a SIGCHLD siginfo:
-// after si_signo, si_errno and si_code, at the union that is aligned to a
-// pointer (offset 16 on 64-bit systems, 12 on 32-bit ones); si_uid follows
-// si_pid, then si_status.
-const siginfoFields = 3*4 + (unsafe.Sizeof(uintptr(0)) - 4)
-
-func childPid(info *unix.Siginfo) int32 {
-	return *(*int32)(unsafe.Add(unsafe.Pointer(info), siginfoFields))
-}
-
-func childStatus(info *unix.Siginfo) int32 {
-	return *(*int32)(unsafe.Add(unsafe.Pointer(info), siginfoFields+8))
 }
 
 // runsNothing reports whether a process's state letter is one that runs

@@ -55,7 +55,7 @@ func vmHWM(path string) int64 {
 	return 0
 }
 
-// BenchmarkPeakRSS builds testdata/supervisor/rssprobe (Notify + Run, as
+// BenchmarkPeakRSS builds testdata/supervisor/rssprobe (NotifyAsync + Run, as
 // withlock run uses them), has it supervise `sleep 1`, and reports its peak
 // RSS next to Debian's tini doing the same, when tini is installed.
 // Target: at most 8 MiB.

@@ -37,8 +37,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
 	if cfg.Signals == nil {
-		cfg.Signals = Notify()
+		cfg.Signals = NotifyAsync()
 		defer cfg.Signals.Stop()
 	}
 	cfg.Signals.Wait() // every signal from here on is the supervisor's
@@ -56,7 +57,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// Sharing the caller's group, the command never gets the terminal
 	// (it has it with withlock when their group has it); otherwise the
 	// child's own group gets it when withlock holds it now.
-	tty := controllingTerminal(orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr))
+	tty := controllingTerminal(cfg.Stdin, cfg.Stdout, cfg.Stderr)
 	shared := sharesCallersGroup(tty)
 	var term *terminal
 	if !shared && tty != nil && tty.ours() {
@@ -122,4 +123,30 @@ func awaitExit(pid int) {
 	var info unix.Siginfo
 	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 	}
+}
+
+// parentAtStart is withlock's parent as seen at start-up, to tell afterwards
+// whether the parent died before DieWithParent armed the signal.
+var parentAtStart = os.Getppid()
+
+// DieWithParent asks the kernel to send withlock SIGTERM when its parent
+// dies (--die-with-parent). TERM rather than KILL: withlock handles TERM like
+// any TERM — it aborts a lock wait (status 143), or tears the child's whole
+// tree down (forward, grace, KILL, leftovers) — whereas a KILLed withlock
+// would leave the child's reparented daemons behind. Call it after
+// NotifyAsync: once the subscription is in place, the TERM is caught. If the parent is already gone, the TERM is
+// sent at once.
+//
+// The kernel ties the parent-death signal to the parent's forking thread:
+// a multithreaded parent whose forking thread exits early triggers it too.
+func DieWithParent() error {
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", err)
+	}
+	if os.Getppid() != parentAtStart {
+		if err := unix.Kill(os.Getpid(), unix.SIGTERM); err != nil {
+			return fmt.Errorf("parent already gone; signal self: %w", err)
+		}
+	}
+	return nil
 }

@@ -20,7 +20,8 @@ type spawnMode struct {
 
 // spawn starts the child and returns its pid, which is also its process
 // group id unless mode.shared keeps it in withlock's. It does not wait for
-// it: the supervision loop reaps it.
+// it: the supervision loop reaps it. cfg's Stdin, Stdout and Stderr are
+// set (Run fills in withlock's own).
 //
 // The caller must have locked its goroutine to the OS thread and keep it
 // locked until the child has exited (forkAndAwait does). PR_SET_PDEATHSIG
@@ -36,7 +37,6 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 			return 0, err
 		}
 	}
-	stdin, stdout, stderr := orStd(cfg.Stdin, os.Stdin), orStd(cfg.Stdout, os.Stdout), orStd(cfg.Stderr, os.Stderr)
 	sys := &syscall.SysProcAttr{
 		Setpgid:   !mode.shared,
 		Pdeathsig: syscall.SIGKILL,
@@ -48,13 +48,9 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 		sys.Foreground = true
 		sys.Ctty = mode.term.fd
 	}
-	files := []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}
+	files := []uintptr{cfg.Stdin.Fd(), cfg.Stdout.Fd(), cfg.Stderr.Fd()}
 	for _, f := range cfg.ExtraFiles {
-		if f == nil {
-			files = append(files, ^uintptr(0)) // closed in the child
-			continue
-		}
-		files = append(files, f.Fd())
+		files = append(files, f.Fd()) // a nil *os.File's is ^0: closed in the child
 	}
 	attr := &syscall.ProcAttr{
 		Env:   cfg.Env,
@@ -72,10 +68,7 @@ func spawn(cfg Config, mode spawnMode) (int, error) {
 	// copying goroutines, so a grandchild that keeps stdout open cannot make
 	// withlock wait for it.
 	pid, err := syscall.ForkExec(path, cfg.Argv, attr)
-	runtime.KeepAlive(stdin)
-	runtime.KeepAlive(stdout)
-	runtime.KeepAlive(stderr)
-	runtime.KeepAlive(cfg.ExtraFiles)
+	runtime.KeepAlive(&cfg) // its files, until the child has them
 	if err != nil {
 		return 0, execError(path, err)
 	}

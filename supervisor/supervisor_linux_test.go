@@ -58,7 +58,7 @@ func TestForwardedSignalsReachChild(t *testing.T) {
 	}
 }
 
-// TestSignalQueuedBeforeRunIsDelivered raises USR1 after Notify and before
+// TestSignalQueuedBeforeRunIsDelivered raises USR1 once subscribed and before
 // Run (as if it arrived during the lock wait or the spawn). The child gets
 // it as soon as it exists, before it could install a handler, so it dies of
 // it: status 128+USR1 instead of sleeping for a minute.

@@ -41,7 +41,7 @@ func newApp() *cli.Command {
 	// What every command shares: a usage error is one line, never the
 	// whole help; no "help" subcommand, which would take `withlock run h --
 	// cmd` (run id "h") for itself (`withlock help run` and --help stay);
-	// the check of the open-file limit (fdlimit.go) first.
+	// the check of the open-file limit (checkDescriptors) first.
 	for _, c := range app.Commands {
 		c.HideHelpCommand = true
 		c.OnUsageError = onUsageError
@@ -121,4 +121,24 @@ func versionString() string {
 	}
 	// Built with -buildvcs=false or outside a checkout: say so, not a bare "dev".
 	return "devel (no version or commit recorded in the build)"
+}
+
+// checkDescriptors is every command's Before (SPEC §3, scarce resources):
+// with too few open files allowed, run and scope end with 73 and one line
+// before any lock is taken or command started — never a Go runtime crash
+// ("netpollinit failed" under ulimit -n 6) or a lock that cannot be
+// released (ulimit -n 9) — and otherwise set aside the descriptors a
+// release needs, handed back by freeReserve when it runs out. The other
+// commands only check that the few descriptors they need are there, for
+// the same one line instead of the runtime's abort. Parsing the command
+// line opens no descriptor.
+func checkDescriptors(ctx context.Context, c *cli.Command) (context.Context, error) {
+	check := locks.CheckDescriptors
+	if c.Name == "run" || c.Name == "scope" {
+		check = locks.ReserveDescriptors
+	}
+	if err := check(); err != nil {
+		return ctx, exitWith(exitCantCreate, err)
+	}
+	return ctx, nil
 }

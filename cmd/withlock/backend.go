@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -40,29 +39,19 @@ var backends = map[string]func(c *cli.Command, log zerolog.Logger, command strin
 }
 
 // execBackends are the backends that hand the whole command over to
-// another binary (etcd in the default build): run hands its signals back
-// before the exec (Signals.HandOver), so none is caught here and lost.
+// another binary (etcd in the default build): run execs it before it
+// subscribes to any signal, so none is caught here and lost.
 var execBackends = map[string]bool{}
 
 // backendFlag is --backend, shared by run, status and break; one that
 // names no backend is a usage error (64).
 func backendFlag() cli.Flag {
+	names := slices.Sorted(maps.Keys(backends))
 	return &cli.StringFlag{Name: "backend", Value: "file", Sources: cli.EnvVars("WITHLOCK_BACKEND"),
-		Usage: "where the lock lives: " + strings.Join(backendNames(), "|"),
-		Validator: func(name string) error {
-			if backends[name] == nil {
-				return fmt.Errorf("want one of %s", strings.Join(backendNames(), ", "))
-			}
-			return nil
-		}}
+		Usage: "where the lock lives: " + strings.Join(names, "|"), Validator: oneOf(names...)}
 }
 
-func backendNames() []string { return slices.Sorted(maps.Keys(backends)) }
-
 func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait func(*locks.Holder, time.Duration)) (backend, error) {
-	if c.IsSet("ttl") && c.Duration("ttl") <= 0 {
-		return nil, usageError("--ttl %v: must be positive", c.Duration("ttl"))
-	}
 	ttl, err := locks.ResolveTTL(c.Duration("ttl"), os.Getenv)
 	if err != nil {
 		return nil, usageError("%v", err)

@@ -41,22 +41,32 @@ func newEtcdBackend(c *cli.Command, log zerolog.Logger, command string, onWait f
 	}
 	l.Command = command
 	l.OnWait = onWait
-	switch {
-	case c.IsSet("max"):
-		return etcdSlotBackend{l, c.Int("max")}, nil // sem_etcd.go
-	case c.Bool("shared"):
-		return etcdSharedBackend{l}, nil // sem_etcd.go
-	}
-	return etcdBackend{l}, nil
+	return etcdBackend{l: l, slots: c.IsSet("max"), max: c.Int("max"), shared: c.Bool("shared")}, nil
 }
 
-// etcdBackend adapts etcdlock.Locker to the run command.
-type etcdBackend struct{ l *etcdlock.Locker }
+// etcdBackend adapts etcdlock.Locker to the run command: a run lock, a
+// slot of a semaphore (run --max), or the run id held shared (run
+// --shared).
+type etcdBackend struct {
+	l      *etcdlock.Locker
+	slots  bool
+	max    int
+	shared bool
+}
 
 func (b etcdBackend) Acquire(ctx context.Context, runID string, wait time.Duration) (heldLock, error) {
-	lock, err := b.l.Acquire(ctx, runID, wait)
+	var lock *etcdlock.Lock
+	var err error
+	switch {
+	case b.slots:
+		lock, _, err = b.l.AcquireSlot(ctx, runID, b.max, wait)
+	case b.shared:
+		lock, err = b.l.AcquireShared(ctx, runID, wait)
+	default:
+		lock, err = b.l.Acquire(ctx, runID, wait)
+	}
 	if err != nil {
-		return nil, err
+		return nil, err // not a heldLock holding a nil *Lock
 	}
 	return lock, nil
 }
@@ -245,10 +255,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 // the lock was broken or there was none, 64 for a --slot RUN_ID does not
 // have, 73 when etcd could not be read or written.
 func etcdBreak(c *cli.Command, runID string) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, os.Stderr)
 	l, err := etcdLocker(c, log)
 	if err != nil {
 		return err

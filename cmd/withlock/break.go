@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +24,7 @@ func breakCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.BoolFlag{Name: "force", Usage: "move the lock aside even when its holder is alive or cannot be judged"},
 		&cli.BoolFlag{Name: "signal", Usage: "send TERM to a live holder on this host, wait --grace for it to release, then break"},
-		durationFlag("grace", defaultBreakGrace, "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"),
+		&durFlag{Name: "grace", Value: defaultBreakGrace, Usage: "with --signal: how long the holder may take to release: `DUR` in seconds or a duration (30s)"},
 		&cli.IntFlag{Name: "slot", Usage: "break only slot `K` of a semaphore or shared lock (default: RUN_ID's own lock and every slot)"},
 		&cli.BoolFlag{Name: "scopes", Usage: "instead of a run lock: move a corrupt scope registry aside (scope.lock.corrupt.<ts>)"},
 		scopeFileFlag(),
@@ -34,12 +34,8 @@ func breakCommand() *cli.Command {
 		Usage:     "move a run lock aside (to <lock>.stale.<ts>) so the run id is free",
 		ArgsUsage: "RUN_ID | --scopes",
 		Description: `Moves the lock of RUN_ID aside, never over an earlier stale file; the
-fencing counter stays. Without --force only a stale lock; --signal asks a
-live holder on this host to stop first. For a semaphore or shared lock
-every slot, or with --slot K one. With --scopes it moves a corrupt scope
-registry aside instead (live holders put their allocations back). Exits 0
-moved, released or none; 75 refused; 73 could not read or move. Details:
-withlock(1).
+fencing counter stays. Exits 0 moved, released or none; 75 refused; 73
+could not read or move. Details: withlock(1).
 
 Examples:
    withlock break nightly-backup
@@ -63,15 +59,11 @@ func breakAction(_ context.Context, c *cli.Command) error {
 	if c.String("backend") == "etcd" {
 		return etcdBreak(c, runID)
 	}
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
 	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	locker.Log = log
+	locker.Log = newLogger(c, os.Stderr)
 	out := newSayer(c)
 
 	mode, max, slots, found, err := locker.SlotsOf(runID)
@@ -137,13 +129,17 @@ func breakScopes(c *cli.Command) error {
 func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
 	b, err := locker.Break(runID, c.Bool("force"))
 	var live *locks.LiveHolderError
+	how := "" // how an orphaned holder's tree was ended
 	if errors.As(err, &live) && c.Bool("signal") {
-		b, err = signalThenBreak(locker, live, c.Duration("grace"))
+		if live.Holder.Orphaned {
+			b, how, err = endTreeThenBreak(locker, live, c.Duration("grace"))
+		} else {
+			b, err = signalThenBreak(locker, live, c.Duration("grace"))
+		}
 	}
-	var ended *treeEnded
 	switch {
-	case errors.As(err, &ended):
-		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), ended.how, ended.broken.MovedTo)
+	case err == nil && how != "":
+		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), how, b.MovedTo)
 		return nil
 	case errors.Is(err, errReleased):
 		say("pid %d released the lock of %s after SIGTERM", live.Holder.Pid, slotName(runID))
@@ -180,17 +176,6 @@ func breakHint(live *locks.LiveHolderError) string {
 // errReleased: after --signal's TERM the holder released the lock itself.
 var errReleased = errors.New("released by its holder")
 
-// errPidReused: the holder's pid now names a process that started at
-// another time; the holder itself is gone.
-var errPidReused = errors.New("pid reused")
-
-// holderGone reports whether signalling the holder failed because it has
-// ended since Break found it alive: its pid is gone, or names another
-// process now. Its lock is then released or stale, not a reason to fail.
-func holderGone(err error) bool {
-	return errors.Is(err, syscall.ESRCH) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, errPidReused)
-}
-
 // signalThenBreak sends TERM to a live local holder, waits up to grace for
 // it to release, and breaks that holder's lock if it is still there. A
 // holder that released is reported, and the lock (if a new holder took it
@@ -198,13 +183,10 @@ func holderGone(err error) bool {
 // signalled (its pid may be another process's): its lock is judged as is.
 func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
 	h := live.Holder
-	if h.Orphaned {
-		return endTreeThenBreak(locker, live, grace)
-	}
 	if live.Liveness != locks.HolderAlive {
 		return nil, live // nothing we can signal from here
 	}
-	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil && !holderGone(err) {
+	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("signal pid %d: %w", h.Pid, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -218,3 +200,54 @@ func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace
 	}
 	return locker.BreakHolder(live.RunID, h.LockID)
 }
+
+// treeKillWait bounds the wait for an orphaned tree to let go of its tree
+// file after KILL: a process in uninterruptible sleep exits only when its
+// system call returns.
+const treeKillWait = 10 * time.Second
+
+// endTreeThenBreak ends the command tree of an orphaned holder (holder
+// dead, command still running): TERM to every process that holds the tree
+// file and to their process groups' members, up to grace for the tree file's
+// flock to come free, then KILL to whatever is left, and then moves the
+// lock aside — only the lock of that acquisition, which a new holder
+// cannot have taken while the tree held it. It reports how the tree was
+// ended.
+func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, string, error) {
+	h := live.Holder
+	how := "TERM"
+	if !h.PidsKnown {
+		return nil, "", fmt.Errorf("%v: its command's pids cannot be found in /proc, so it cannot be signalled from here", live)
+	}
+	signalTree(h.Pids, syscall.SIGTERM)
+	if err := awaitTree(locker, &h, grace); err != nil {
+		how = "TERM, then KILL after " + grace.String()
+		h.FindPids()
+		signalTree(h.Pids, syscall.SIGKILL)
+		if err := awaitTree(locker, &h, treeKillWait); err != nil {
+			return nil, "", fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
+		}
+	}
+	b, err := locker.BreakHolder(live.RunID, h.LockID)
+	if errors.Is(err, locks.ErrNoLock) {
+		return nil, "", errReleased
+	}
+	return b, fmt.Sprintf("pids %s: %s", joinPids(live.Holder.Pids), how), err
+}
+
+func awaitTree(locker *locks.RunLocker, h *locks.Holder, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return locker.AwaitTreeEnd(ctx, h)
+}
+
+// signalTree sends sig to each pid that is still there; the pids are
+// those the holder's tree had when last found (Holder.FindPids).
+func signalTree(pids []int, sig syscall.Signal) {
+	for _, pid := range pids {
+		signalHolder(pid, 0, sig)
+	}
+}
+
+// joinPids is "123 124 125".
+func joinPids(pids []int) string { return strings.Trim(fmt.Sprint(pids), "[]") }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
+	"io/fs"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -11,39 +11,30 @@ import (
 )
 
 // signalHolder sends sig to pid only if it is still the process that
-// started at start (clock ticks since boot; 0: not checked). The pidfd
-// pins the process: once the start time is checked through it, the pid
-// cannot be reused before the signal lands.
+// started at start (clock ticks since boot; 0: not checked). A process that
+// is gone, or whose pid names another process now, is not signalled and is
+// not an error: its lock is released or stale. The pidfd pins the process:
+// once the start time is checked through it, the pid cannot be reused
+// before the signal lands; without pidfds (kernels before 5.3) a tiny
+// window remains between the check and the kill.
 func signalHolder(pid int, start uint64, sig syscall.Signal) error {
 	fd, err := unix.PidfdOpen(pid, 0)
+	if err == nil {
+		defer unix.Close(fd)
+	}
+	now, rerr := locks.ProcessStartTime(pid)
 	switch {
-	case errors.Is(err, unix.ENOSYS):
-		// Kernels before 5.3: a tiny window remains between the check
-		// and the kill.
-		if err := checkStart(pid, start); err != nil {
-			return err
-		}
-		return unix.Kill(pid, sig)
-	case err != nil:
-		return err
+	case errors.Is(rerr, fs.ErrNotExist) || errors.Is(rerr, syscall.ESRCH) || (rerr == nil && start != 0 && now != start):
+		return nil
+	case rerr != nil:
+		return rerr
+	case err == nil:
+		err = unix.PidfdSendSignal(fd, sig, nil, 0)
+	default:
+		err = unix.Kill(pid, sig)
 	}
-	defer unix.Close(fd)
-	if err := checkStart(pid, start); err != nil {
-		return err
-	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0)
-}
-
-func checkStart(pid int, start uint64) error {
-	if start == 0 {
+	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}
-	got, err := locks.ProcessStartTime(pid)
-	if err != nil {
-		return err
-	}
-	if got != start {
-		return fmt.Errorf("%w: pid %d started at %d, the holder at %d", errPidReused, pid, got, start)
-	}
-	return nil
+	return err
 }

@@ -73,8 +73,3 @@ func (v *durValue) Set(s string) error {
 	*v.d = time.Duration(n * unit)
 	return nil
 }
-
-// durationFlag is a duration flag named name with default def.
-func durationFlag(name string, def time.Duration, usage string) *durFlag {
-	return &durFlag{Name: name, Value: def, Usage: usage}
-}

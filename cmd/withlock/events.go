@@ -21,28 +21,34 @@ import (
 //
 // With -q a run that ends in a conflict writes nothing at all, in either
 // format: no waiting, conflict or exit event (cron mails any output).
-// Every "time" is RFC 3339 in UTC with milliseconds (jsonTimeFormat).
+// Every "time" is RFC 3339 in UTC with milliseconds.
 type runEvents struct {
 	log      zerolog.Logger
 	runID    string
 	start    time.Time
-	pid      int
 	quiet    bool // -q
 	waitOnce sync.Once
 	acquire  time.Time // when the lock was granted
-	childPid int       // the child's pid once it has been started
+	childPid int       // the child's pid once it has been started (for released and exit)
 }
 
-// jsonTimeFormat is the layout of the "time" field of every JSON event.
-const jsonTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
+// The "time" field of every JSON event: RFC 3339, UTC, milliseconds.
 func init() {
-	zerolog.TimeFieldFormat = jsonTimeFormat
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
 }
 
-func newRunEvents(log zerolog.Logger, runID string, quiet bool) *runEvents {
-	return &runEvents{log: log, runID: runID, start: time.Now(), pid: os.Getpid(), quiet: quiet}
+// event starts the info event name of this run.
+func (e *runEvents) event(name string) *zerolog.Event {
+	return e.log.Info().Str("event", name).Str("run_id", e.runID).Int("pid", os.Getpid())
+}
+
+// send logs ev, with child_pid once a child has been started.
+func (e *runEvents) send(ev *zerolog.Event, msg string) {
+	if e.childPid > 0 {
+		ev = ev.Int("child_pid", e.childPid)
+	}
+	ev.Msg(msg)
 }
 
 // waiting logs "waiting" the first time the lock is found held (h), not
@@ -52,61 +58,29 @@ func (e *runEvents) waiting(h *locks.Holder) {
 		if e.quiet {
 			return
 		}
-		ev := e.log.Info().Str("event", "waiting").Str("run_id", e.runID).Int("pid", e.pid)
-		if h != nil {
-			ev = ev.Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
-			if h.CreatedAt > 0 {
-				ev = ev.Dur("held_ms", time.Since(h.Created()))
-			}
+		ev := e.event("waiting").Int("holder_pid", h.Pid).Str("holder_host", h.Host).Str("holder_command", h.Command)
+		if h.CreatedAt > 0 {
+			ev = ev.Dur("held_ms", time.Since(h.Created()))
 		}
 		ev.Msg("lock held, waiting")
 	})
 }
 
-// The methods below do nothing on a nil *runEvents (scope logs none of
-// these events).
-
 // acquired logs the granted lock, named by what it tells the child.
 func (e *runEvents) acquired(lock heldLock) {
-	if e == nil {
-		return
-	}
 	e.acquire = time.Now()
-	var lockID string
-	var token uint64
+	env := map[string]string{}
 	for _, kv := range lock.Env() {
-		if v, ok := strings.CutPrefix(kv, "WITHLOCK_LOCK_ID="); ok {
-			lockID = v
-		} else if v, ok := strings.CutPrefix(kv, "WITHLOCK_FENCING_TOKEN="); ok {
-			token, _ = strconv.ParseUint(v, 10, 64)
-		}
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	e.log.Info().Str("event", "acquired").Str("run_id", e.runID).Int("pid", e.pid).
-		Str("lock_id", lockID).Uint64("fencing_token", token).
+	token, _ := strconv.ParseUint(env["WITHLOCK_FENCING_TOKEN"], 10, 64)
+	e.event("acquired").Str("lock_id", env["WITHLOCK_LOCK_ID"]).Uint64("fencing_token", token).
 		Dur("waited_ms", e.acquire.Sub(e.start)).Msg("lock acquired")
 }
 
-// child records the pid of the child started under the lock, for the
-// events after spawn (the supervisor's own carry child_pid already).
-func (e *runEvents) child(pid int) {
-	if e != nil && pid > 0 {
-		e.childPid = pid
-	}
-}
-
 func (e *runEvents) released() {
-	if e != nil {
-		e.withChild(e.log.Info().Str("event", "released").Str("run_id", e.runID).Int("pid", e.pid).
-			Dur("held_ms", time.Since(e.acquire))).Msg("lock released")
-	}
-}
-
-// withChild adds child_pid to ev once a child has been started.
-func (e *runEvents) withChild(ev *zerolog.Event) *zerolog.Event {
-	if e.childPid > 0 {
-		ev = ev.Int("child_pid", e.childPid)
-	}
-	return ev
+	e.send(e.event("released").Dur("held_ms", time.Since(e.acquire)), "lock released")
 }
 
 // exit logs the status withlock is about to exit with; with -q, not after
@@ -115,10 +89,6 @@ func (e *runEvents) exit(err error) {
 	if e.quiet && errors.Is(err, locks.ErrHeld) {
 		return
 	}
-	status := 0
-	if err != nil {
-		status, _ = statusOf(err)
-	}
-	e.withChild(e.log.Info().Str("event", "exit").Str("run_id", e.runID).Int("pid", e.pid).
-		Int("status", status).Dur("duration_ms", time.Since(e.start))).Msg("exit")
+	status, _ := statusOf(err)
+	e.send(e.event("exit").Int("status", status).Dur("duration_ms", time.Since(e.start)), "exit")
 }

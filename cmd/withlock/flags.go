@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -12,63 +11,64 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
+
+	"github.com/withlock/withlock/supervisor"
 )
 
 // Flags shared by every command that runs a child (run, scope).
 func superviseFlags() []cli.Flag {
 	return []cli.Flag{
 		&durFlag{Name: "wait", Config: durOpts{forever: true}, Usage: "wait up to `DUR` for the lock: seconds, a duration (30s, 5m) or forever (default: do not wait)"},
-		durationFlag("grace", 10*time.Second, "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"),
-		durationFlag("timeout", 0, "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"),
+		&durFlag{Name: "grace", Value: 10 * time.Second, Usage: "TERM→KILL grace when tearing the child down: `DUR` in seconds or a duration (500ms, 1m)"},
+		&durFlag{Name: "timeout", Usage: "kill the child after `DUR` (seconds or a duration: 90s, 2h) and exit 124, like timeout(1) (default: none)"},
 		&cli.IntFlag{Name: "conflict-exit-code", Value: exitTempFail, Usage: "exit status when the lock is held by someone else",
-			Validator: func(n int) error {
-				if n < 0 || n > 255 {
-					return errors.New("must be 0..255")
-				}
-				return nil
-			}},
+			Validator: check(func(n int) bool { return n >= 0 && n <= 255 }, "must be 0..255")},
 		&cli.StringFlag{Name: "on-lock-lost", Value: "kill", Usage: "when the lock is lost while the child runs: kill|warn", Validator: oneOf("kill", "warn")},
 		&cli.BoolFlag{Name: "die-with-parent", Usage: "end (tearing the child down) when withlock's parent dies"},
 		&cli.BoolFlag{Name: "keep-orphans", Usage: "let daemons the child left behind live on after it exits"},
 	}
 }
 
+// lostPolicies are the words of --on-lock-lost.
+var lostPolicies = map[string]supervisor.LostPolicy{"kill": supervisor.KillOnLost, "warn": supervisor.WarnOnLost}
+
 // Logging flags, on every command.
 func logFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console|json", Validator: oneOf("console", "json")},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "debug|info|warn|error (info by default with --log-format json)",
+			Validator: check(func(s string) bool { _, err := zerolog.ParseLevel(s); return err == nil && s != "" }, "want debug, info, warn or error")},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing on conflict (errors still print)"},
 	}
 }
 
-// oneOf is the Validator of a flag that takes one of words.
-func oneOf(words ...string) func(string) error {
-	return func(s string) error {
-		if !slices.Contains(words, s) {
-			return fmt.Errorf("want %s", strings.Join(words, " or "))
+// check is a flag's Validator: a value is refused with msg unless ok.
+// urfave/cli names the flag and the value (exit 64).
+func check[T any](ok func(T) bool, msg string) func(T) error {
+	return func(v T) error {
+		if !ok(v) {
+			return errors.New(msg)
 		}
 		return nil
 	}
 }
 
-// newLogger builds the stderr logger from the logging flags. The console
-// form is one plain line per event, prefixed "withlock:".
-func newLogger(c *cli.Command) (zerolog.Logger, error) { return newLoggerTo(c, os.Stderr) }
+// oneOf is the Validator of a flag that takes one of words.
+func oneOf(words ...string) func(string) error {
+	return check(func(s string) bool { return slices.Contains(words, s) }, "want "+strings.Join(words, " or "))
+}
 
-// newLoggerTo is newLogger writing to out (stderr, or a writer that shares
-// stderr with the waiting line).
-func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
+// newLogger builds the logger from the logging flags, writing to out
+// (stderr, or a writer that shares stderr with the waiting line). The
+// console form is one plain line per event, prefixed "withlock:".
+func newLogger(c *cli.Command, out io.Writer) zerolog.Logger {
 	levelName := c.String("log-level")
 	if c.String("log-format") == "json" && !c.IsSet("log-level") {
 		levelName = "info" // a machine reading JSON wants the events, not just problems
 	}
-	level, err := zerolog.ParseLevel(levelName)
-	if err != nil || levelName == "" {
-		return zerolog.Nop(), usageError("--log-level %q: want debug, info, warn or error", c.String("log-level"))
-	}
+	level, _ := zerolog.ParseLevel(levelName) // checked by the flag's Validator
 	if c.String("log-format") == "json" {
-		return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
+		return zerolog.New(out).Level(level).With().Timestamp().Logger()
 	}
 	w := zerolog.ConsoleWriter{
 		Out:         out,
@@ -79,5 +79,41 @@ func newLoggerTo(c *cli.Command, out io.Writer) (zerolog.Logger, error) {
 		// only machines want stay in the JSON form.
 		FieldsExclude: []string{"event", "run_id", "holder_pid"},
 	}
-	return zerolog.New(w).Level(level), nil
+	return zerolog.New(w).Level(level)
+}
+
+// lockFlags are where run locks live, for run, status and break: --dir,
+// --backend and the etcd flags; then more, the command's own.
+func lockFlags(more ...[]cli.Flag) []cli.Flag {
+	return slices.Concat(append([]cli.Flag{dirFlag(), backendFlag()}, etcdFlags()...), slices.Concat(more...))
+}
+
+// dirFlag is every --dir flag (run, status, break, gc): where the lock
+// directory is when the flag is not given (locks.ResolveDir).
+func dirFlag() cli.Flag { return &cli.StringFlag{Name: "dir", Usage: dirUsage} }
+
+const dirUsage = "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, /run/withlock for root, /tmp/withlock-UID for others)"
+
+// scopeFileFlag is every --scope-file flag (scope, status, break): the
+// registry is in the run lock's default dir, not the one --dir or
+// $WITHLOCK_DIR names (scope.FilePath).
+func scopeFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "scope-file", Usage: "scope registry (else $WITHLOCK_SCOPE_FILE, /run/withlock/scope.lock for root, /tmp/withlock-UID/scope.lock for others)"}
+}
+
+// semFlags are run's flags for semaphores and shared locks (SPEC §6).
+func semFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max", Usage: "a counting semaphore: up to `N` holders of RUN_ID at once, each told its WITHLOCK_SLOT (0…N-1)",
+			Validator: check(func(n int) bool { return n >= 1 }, "must be at least 1")},
+		&cli.BoolFlag{Name: "shared", Usage: "hold RUN_ID shared, as flock -s: shared holders run together; a plain (exclusive) run of RUN_ID waits for them and keeps new ones out"},
+	}
+}
+
+// checkSlotFlags refuses --max with --shared (exit 64).
+func checkSlotFlags(c *cli.Command) error {
+	if c.IsSet("max") && c.Bool("shared") {
+		return usageError("run: --max and --shared exclude each other")
+	}
+	return nil
 }

@@ -16,11 +16,9 @@ func gcCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gc",
 		Usage: "remove old moved-aside locks (*.stale.*) and temp files (*.tmp.*)",
-		Description: `Removes moved-aside locks (*.stale.<ts>, aged by the time in the name)
-and writers' temp files (*.tmp.*, younger than a minute never) older than
---older-than, one line each. Lock, guard and fence files are never
-touched. Exits 0, or 73 when the directory could not be read or a removal
-failed.
+		Description: `Lock, guard and fence files are never touched, nor a temp file younger
+than a minute. Exits 0, or 73 when the directory could not be read or a
+removal failed. Details: withlock(1).
 
 Examples:
    withlock gc
@@ -53,10 +51,9 @@ func gcAction(_ context.Context, c *cli.Command) error {
 	if dry {
 		verb = "would remove"
 	}
-	now := time.Now()
 	if !c.Bool("quiet") {
 		for _, l := range removed {
-			fmt.Printf("%s %s (%s old)\n", verb, l, shortDuration(l.Age(now).Seconds()))
+			fmt.Printf("%s %s (%s old)\n", verb, l, shortDuration(l.Age(time.Now()).Seconds()))
 		}
 	}
 	if c.Bool("history") { // history.go

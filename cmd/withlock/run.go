@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,7 +20,8 @@ import (
 )
 
 func runCommand() *cli.Command {
-	ttl := durationFlag("ttl", 0, "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)")
+	ttl := &durFlag{Name: "ttl", Usage: "lock lifetime without renewal: `DUR` in seconds or a duration (default: $WITHLOCK_TTL, else $NEXUSCORE_RUN_LOCK_TTL_SECONDS, else 30s)",
+		Validator: check(func(d time.Duration) bool { return d > 0 }, "must be positive")}
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "hold the run lock of RUN_ID while COMMAND runs",
@@ -80,25 +81,21 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 }
 
 func runAction(ctx context.Context, c *cli.Command) error {
-	line := newWaitLine(os.Stderr, c.Args().First())
-	line.tty = line.tty && !c.Bool("quiet") // -q: nothing on stderr unless something is wrong
-	log, err := newLoggerTo(c, line)
-	if err != nil {
-		return err
-	}
+	line := newWaitLine(os.Stderr, c.Args().First(), c.Bool("quiet"))
+	log := newLogger(c, line)
 	if err := checkSlotFlags(c); err != nil {
 		return err
 	}
-	// Subscribed before the lock wait blocks and before the spawn: a signal
-	// that arrives while we wait for the lock or while the child is being
-	// spawned is queued, not lost. An exec backend (withlock-etcd) gets the
-	// signals back first.
-	sigs := supervisor.NotifyAsync() // see main.go
+	// An exec backend (withlock-etcd) takes over before any signal is
+	// caught here: one that arrives meanwhile acts as on withlock-etcd.
 	if execBackends[c.String("backend")] {
-		sigs.HandOver()
 		_, err := backends[c.String("backend")](c, log, "", nil)
 		return err // only on failure: on success the process is another binary
 	}
+	// Subscribed before the lock wait blocks and before the spawn: a signal
+	// that arrives while we wait for the lock or while the child is being
+	// spawned is queued, not lost.
+	sigs := supervisor.NotifyAsync() // see main.go
 
 	runID, argv, err := splitRunArgs(ctx, c)
 	if err != nil {
@@ -107,7 +104,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 	if c.String("backend") != "file" {
 		sigs.Wait() // a remote backend's wait may block before it reports it
 	}
-	events := newRunEvents(log, runID, c.Bool("quiet")) // waiting, acquired, released, exit (events.go)
+	events := &runEvents{log: log, runID: runID, start: time.Now(), quiet: c.Bool("quiet")} // waiting, acquired, released, exit (events.go)
 	be, err := backends[c.String("backend")](c, log, strings.Join(argv, " "), func(h *locks.Holder, waited time.Duration) {
 		// The wait blocks only once the subscription is in place, so that
 		// the "waiting" event and line mean a signal now ends the wait
@@ -122,8 +119,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	be = recordHistory(c, log, be, runID, argv) // history.go
-	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done,
-		func(err error) error { return acquireFailure(c, log, runID, err) })
+	err = superviseUnderLock(c, log, sigs, events, be, runID, argv, line.Done)
 	events.exit(err)
 	return err
 }
@@ -132,10 +128,9 @@ func runAction(ctx context.Context, c *cli.Command) error {
 // once flags are parsed: wait for the lock (a signal aborts the wait), run
 // the child with a heartbeat, release, and pass the status through. id
 // names the lock in logs (run id or scope name); events logs the run's
-// life (nil for scope); failure maps a failed acquisition to its exit
-// status.
+// life (scope's log nowhere).
 func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals, events *runEvents,
-	be backend, id string, argv []string, afterWait func(), failure func(error) error) (result error) {
+	be backend, id string, argv []string, afterWait func()) (result error) {
 	if c.Bool("die-with-parent") {
 		if err := supervisor.DieWithParent(); err != nil {
 			return exitWith(exitCantCreate, fmt.Errorf("--die-with-parent: %w", err))
@@ -153,7 +148,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	lock, err := acquireInterruptible(sigs, be, id, c.Duration("wait"))
 	afterWait()
 	if err != nil {
-		return failure(err)
+		return acquireFailure(c, log, id, err)
 	}
 	if named, ok := lock.(interface{ Name() string }); ok {
 		id = named.Name() // a scope's name is known once it is registered
@@ -179,10 +174,6 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if r, ok := lock.(interface{ Renew() error }); ok {
 		verify = r.Renew
 	}
-	onLost := supervisor.WarnOnLost
-	if c.String("on-lock-lost") == "kill" {
-		onLost = supervisor.KillOnLost
-	}
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv:    argv,
 		Path:    path,
@@ -195,7 +186,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 			lost, stopHeartbeat = lock.Heartbeat()
 			return lost
 		},
-		OnLost:      onLost,
+		OnLost:      lostPolicies[c.String("on-lock-lost")],
 		Verify:      verify,
 		KeepOrphans: c.Bool("keep-orphans"),
 		// The supervisor's events (lost, signal_forwarded, timeout,
@@ -205,7 +196,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	events.child(res.Pid)      // for the released and exit events
+	events.childPid = res.Pid  // the supervisor's own events carry child_pid already
 	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release
@@ -213,13 +204,9 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	return silentExit(res.Status)
 }
 
-// signalled is the cause of a wait aborted by a signal.
-type signalled struct{ sig os.Signal }
-
-func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
-
 // acquireInterruptible waits for the lock while watching for signals: one
-// whose default action ends a process aborts the wait, TSTP, TTIN and TTOU
+// whose default action ends a process aborts the wait (the wait's cause is
+// the exit it asks for, signalStatus), TSTP, TTIN and TTOU
 // stop withlock meanwhile, CONT and WINCH change nothing.
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -234,7 +221,7 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 			case s := <-sigs.C():
 				switch {
 				case supervisor.AbortsWait(s):
-					cancel(signalled{s})
+					cancel(signalStatus(s))
 					return
 				case supervisor.StopsJob(s):
 					// Stopped like any waiting process (nothing is held
@@ -249,31 +236,28 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 	watcher.Wait()
 	if cause := context.Cause(ctx); lock != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// The signal won the race with the grant: honour it, run nothing.
-		if rerr := lock.Release(); rerr != nil {
-			return nil, fmt.Errorf("%w (and release failed: %v)", cause, rerr)
-		}
+		// The exit it asks for prints nothing; a release that fails leaves
+		// the lock to its TTL.
+		_ = lock.Release()
 		return nil, cause
 	}
 	return lock, err
 }
 
 // acquireFailure maps a failed acquisition of the run lock of runID, or of
-// a scope (runID ""), to its exit status and line.
+// a scope (c is scope's), to its exit status and line.
 func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error) error {
-	var sig signalled
+	var ee *exitError
 	var held *locks.HeldError
 	switch {
-	case errors.As(err, &sig):
-		if s, ok := sig.sig.(syscall.Signal); ok {
-			return signalStatus(s) // dies of INT and QUIT
-		}
-		return silentExit(supervisor.ExitStatusForSignal(sig.sig))
+	case errors.As(err, &ee):
+		return ee // a signal aborted the wait: dies of INT and QUIT, else 128+N
 	case errors.Is(err, locks.ErrModeMismatch):
 		return exitWith(exitUsage, err) // the holders disagree about --max/--shared
 	case errors.Is(err, locks.ErrHeld), errors.Is(err, scope.ErrConflict):
 		if !c.Bool("quiet") {
 			ev := log.Error().Str("event", "conflict")
-			if runID != "" {
+			if c.Name == "run" {
 				ev = ev.Str("run_id", runID)
 			}
 			if errors.As(err, &held) {
@@ -281,20 +265,15 @@ func acquireFailure(c *cli.Command, log zerolog.Logger, runID string, err error)
 			}
 			ev.Msg(err.Error())
 		}
-		return conflictExit(c, err)
+		// --conflict-exit-code, nothing more printed; it wraps err (the
+		// exit event tells a conflict by it).
+		return &exitError{code: c.Int("conflict-exit-code"), err: err}
 	case errors.Is(err, scope.ErrUsage):
 		return usageError("scope: %v", err)
-	case runID == "":
+	case c.Name == "scope":
 		return exitWith(exitCantCreate, fmt.Errorf("scope: %w", err))
 	}
 	return exitWith(exitCantCreate, fmt.Errorf("run %q: %w", runID, err))
-}
-
-// conflictExit is the end of a run or scope refused because someone else
-// holds the lock: --conflict-exit-code, nothing more printed. It wraps err
-// (the exit event tells a conflict by it).
-func conflictExit(c *cli.Command, err error) error {
-	return &exitError{code: c.Int("conflict-exit-code"), err: err}
 }
 
 // releaseBounded releases the lock and reports whether that worked. A
@@ -303,7 +282,7 @@ func conflictExit(c *cli.Command, err error) error {
 // onStuck runs; onStuck ends the process with the run's status (exitNow),
 // so the hung release is left behind.
 //
-// The descriptors set aside for the release (fdlimit.go) are handed back
+// The descriptors set aside for the release (checkDescriptors, app.go) are handed back
 // only when it runs out of descriptors: a release that cannot open a file
 // has changed nothing, and runs again with them. Closing them first would
 // put two closes on the way to the next holder's start, for the rare run
@@ -319,7 +298,7 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck fun
 	})
 	err := lock.Release()
 	if locks.OutOfDescriptors(err) {
-		locks.FreeReserve() // the descriptors set aside for the release (fdlimit.go)
+		locks.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
 		err = lock.Release()
 	}
 	if !stuck.Stop() {
@@ -334,3 +313,15 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck fun
 // releaseBound is how long releaseBounded waits for a release; a variable
 // for tests.
 var releaseBound = 5 * time.Second
+
+// childEnv is base with add appended, and without any earlier setting of
+// the variables add sets: a withlock nested in another's child must hand
+// down its own WITHLOCK_RUN_ID, and for getenv the first of two equal keys
+// wins.
+func childEnv(base, add []string) []string {
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		key, _, _ := strings.Cut(kv, "=")
+		return slices.ContainsFunc(add, func(a string) bool { return strings.HasPrefix(a, key+"=") })
+	})
+	return append(env, add...)
+}

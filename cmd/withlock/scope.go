@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,8 +26,6 @@ func scopeCommand() *cli.Command {
 		&cli.StringFlag{Name: "socket", Usage: "socket `PATH` recorded with the allocation"},
 		scopeFileFlag(),
 	}
-	flags = append(flags, superviseFlags()...)
-	flags = append(flags, logFlags()...)
 	return &cli.Command{
 		Name:      "scope",
 		Usage:     "hold path scopes in your per-user registry while COMMAND runs",
@@ -40,17 +40,14 @@ Examples:
    withlock scope --allow /project/src:write:recursive -- make
    withlock scope --allow /project/src/core:write:recursive -- tool   (inside the first: delegated)
    withlock status --scopes`,
-		Flags:        flags,
+		Flags:        slices.Concat(flags, superviseFlags(), logFlags()),
 		Action:       scopeAction,
 		StopOnNthArg: new(1), // its first word that is not a flag starts COMMAND (SPEC §1)
 	}
 }
 
 func scopeAction(ctx context.Context, c *cli.Command) error {
-	log, err := newLogger(c)
-	if err != nil {
-		return err
-	}
+	log := newLogger(c, os.Stderr)
 	// Subscribed before a wait blocks and before the spawn: a signal
 	// during a wait or the spawn is queued.
 	sigs := supervisor.NotifyAsync() // see main.go
@@ -59,51 +56,40 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 	if len(argv) == 0 {
 		return usageError("scope: missing COMMAND (usage: withlock scope --allow SCOPE [flags] -- COMMAND [ARGS...])")
 	}
-	req, err := scopeRequest(c)
+	// Each --allow scope's path is taken as the kernel would reach it (a
+	// relative one from the working directory, symlinks before "..") and
+	// stored in that form.
+	texts := c.StringSlice("allow")
+	if len(texts) == 0 {
+		return usageError("scope: no --allow PATH:read|write[:recursive] given")
+	}
+	cwd, err := os.Getwd()
 	if err != nil {
-		return err
+		return exitWith(exitCantCreate, fmt.Errorf("scope: working directory: %w", err))
+	}
+	req := scope.Request{Name: c.String("name"), DelegateFrom: c.String("delegate-from"), Socket: c.String("socket")}
+	for _, text := range texts {
+		spec, err := scope.ResolveSpec(text, cwd)
+		if err != nil {
+			return usageError("scope: %v", err)
+		}
+		req.Allow = append(req.Allow, spec)
 	}
 	path, err := filepath.Abs(scope.FilePath(c.String("scope-file"), os.Getenv))
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
-	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, log: log, beforeWait: sigs.Wait}
-	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {},
-		func(err error) error { return acquireFailure(c, log, "", err) })
-}
-
-// scopeRequest reads --name, --allow, --delegate-from and --socket; each
-// scope's path is taken as the kernel would reach it (a relative one from
-// the working directory, symlinks before "..") and stored in that form.
-func scopeRequest(c *cli.Command) (scope.Request, error) {
-	texts := c.StringSlice("allow")
-	if len(texts) == 0 {
-		return scope.Request{}, usageError("scope: no --allow PATH:read|write[:recursive] given")
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return scope.Request{}, exitWith(exitCantCreate, fmt.Errorf("scope: working directory: %w", err))
-	}
-	scopes := make([]scope.Spec, len(texts))
-	for i, text := range texts {
-		if scopes[i], err = scope.ResolveSpec(text, cwd); err != nil {
-			return scope.Request{}, usageError("scope: %v", err)
-		}
-	}
-	return scope.Request{
-		Name:         c.String("name"),
-		Allow:        scopes,
-		DelegateFrom: c.String("delegate-from"),
-		Socket:       c.String("socket"),
-	}, nil
+	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, beforeWait: sigs.Wait}
+	// The run's events (acquired, released) are run's alone: scope's log nowhere.
+	events := &runEvents{log: zerolog.Nop()}
+	return superviseUnderLock(c, log, sigs, events, be, c.String("name"), argv, func() {})
 }
 
 // scopeBackend registers in the scope registry through the run lock's
 // backend seam, so the wait is the same signal-abortable one.
 type scopeBackend struct {
-	file *scope.Registry
+	file *scope.Registry // its Log is the holder's too
 	req  scope.Request
-	log  zerolog.Logger
 	// beforeWait is called before each pause (required): the signal subscription
 	// must be in place before a wait blocks (supervisor.NotifyAsync).
 	beforeWait func()
@@ -115,16 +101,14 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 	deadline := time.Now().Add(wait)
 	for pause := 50 * time.Millisecond; ; pause = min(pause*2, time.Second) {
 		alloc, err := b.file.Register(ctx, b.req)
-		if err == nil {
-			return &scopeHold{file: b.file, alloc: alloc, log: b.log}, nil
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		retryable := errors.Is(err, scope.ErrConflict) || errors.Is(err, scope.ErrBusy)
 		left := time.Until(deadline)
-		if !retryable || (wait >= 0 && left <= 0) {
-			return nil, err
+		switch {
+		case err == nil:
+			return &scopeHold{file: b.file, alloc: alloc}, nil
+		case ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		case !errors.Is(err, scope.ErrConflict) && !errors.Is(err, scope.ErrBusy), wait >= 0 && left <= 0:
+			return nil, err // not worth a retry, or the wait ran out
 		}
 		b.beforeWait()
 		sleep := pause/2 + rand.N(pause/2+1) // jittered, doubling up to a second
@@ -146,7 +130,6 @@ func (b scopeBackend) Acquire(ctx context.Context, _ string, wait time.Duration)
 type scopeHold struct {
 	file  *scope.Registry
 	alloc scope.Allocation
-	log   zerolog.Logger
 }
 
 // scopeCheckEvery is how often a holder checks that its allocation is
@@ -162,10 +145,9 @@ const scopeCheckEvery = 2 * time.Second
 func (h *scopeHold) Heartbeat() (<-chan error, func()) {
 	lost := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	var checker sync.WaitGroup
 	alloc := h.alloc // the goroutine's own: Keep updates it
-	go func() {
-		defer close(done)
+	checker.Go(func() {
 		tick := time.NewTicker(scopeCheckEvery)
 		defer tick.Stop()
 		var stamp scope.Stamp
@@ -183,18 +165,18 @@ func (h *scopeHold) Heartbeat() (<-chan error, func()) {
 				return
 			case err != nil:
 				if ctx.Err() == nil && err.Error() != failing {
-					h.log.Warn().Str("event", "scope_check_failed").Str("name", h.alloc.Name).Msg(err.Error())
+					h.file.Log.Warn().Str("event", "scope_check_failed").Str("name", h.alloc.Name).Msg(err.Error())
 				}
 				failing = err.Error()
 				continue
 			case restored:
-				h.log.Warn().Str("event", "scope_restored").Str("name", h.alloc.Name).Str("registry", h.file.Path).
+				h.file.Log.Warn().Str("event", "scope_restored").Str("name", h.alloc.Name).Str("registry", h.file.Path).
 					Msg("scope allocation was missing from the registry: put back")
 			}
 			stamp, failing = next, ""
 		}
-	}()
-	return lost, func() { cancel(); <-done }
+	})
+	return lost, func() { cancel(); checker.Wait() }
 }
 
 func (h *scopeHold) Env() []string {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -37,13 +36,15 @@ type waitLine struct {
 	redraw  *time.Timer // nil until the first Update
 }
 
-func newWaitLine(out *os.File, runID string) *waitLine {
-	return &waitLine{runID: runID, out: out, tty: term.IsTerminal(int(out.Fd())), every: time.Second}
+// newWaitLine is the waiting line of runID on out; with quiet (-q) it
+// draws nothing: nothing on stderr unless something is wrong.
+func newWaitLine(out *os.File, runID string, quiet bool) *waitLine {
+	return &waitLine{runID: runID, out: out, tty: !quiet && term.IsTerminal(int(out.Fd())), every: time.Second}
 }
 
-// Update is called before each wait with the current holder.
+// Update is called before each wait with the current holder (not nil).
 func (w *waitLine) Update(h *locks.Holder, waited time.Duration) {
-	if !w.tty || h == nil {
+	if !w.tty {
 		return
 	}
 	w.mu.Lock()
@@ -93,31 +94,11 @@ func (w *waitLine) drawLocked() {
 	w.drawn = true
 }
 
-// text is the line: the most useful facts first, the command (which may be
-// long) last, where cutting it costs least.
+// text is the line: how long we have waited, then the holder as a
+// conflict names it (Holder.Describe).
 func (w *waitLine) text(now time.Time) string {
-	h := &w.holder
-	var b strings.Builder
-	fmt.Fprintf(&b, "withlock: waiting %s for %q, ", roundSeconds(now.Sub(w.started)), w.runID)
-	if h.Torn {
-		fmt.Fprintf(&b, "held by an unreadable lock file written %s ago", roundSeconds(now.Sub(h.ModTime)))
-		return b.String()
-	}
-	fmt.Fprintf(&b, "held by pid %d", h.Pid)
-	if h.Host != "" {
-		fmt.Fprintf(&b, " on %s", h.Host)
-	}
-	if h.CreatedAt > 0 {
-		fmt.Fprintf(&b, " for %s", roundSeconds(now.Sub(h.Created())))
-	}
-	if h.Command != "" {
-		fmt.Fprintf(&b, ": %s", h.Command)
-	}
-	return b.String()
-}
-
-func roundSeconds(d time.Duration) time.Duration {
-	return max(d, 0).Round(time.Second)
+	waited := max(now.Sub(w.started), 0).Round(time.Second)
+	return fmt.Sprintf("withlock: waiting %s for %q, held by %s", waited, w.runID, w.holder.Describe(now))
 }
 
 func (w *waitLine) Write(p []byte) (int, error) {

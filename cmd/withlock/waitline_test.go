@@ -78,9 +78,12 @@ func TestWaitLineUpdatesAndClearsOnATerminal(t *testing.T) {
 	tty, out, closePty := capturePty(t)
 	defer closePty()
 
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	if !w.tty {
 		t.Fatal("a pty is not taken for a terminal")
+	}
+	if newWaitLine(tty, "job", true).tty {
+		t.Fatal("-q draws a waiting line")
 	}
 	w.every = 10 * time.Millisecond
 	w.Update(testHolder(), 3*time.Second)
@@ -93,7 +96,7 @@ func TestWaitLineUpdatesAndClearsOnATerminal(t *testing.T) {
 
 	s := out.String()
 	first := strings.Split(s, "\r")[1]
-	if !strings.HasPrefix(first, `withlock: waiting 3s for "job", held by pid 4242 on box for 1m30s: sleep 60`) ||
+	if !strings.HasPrefix(first, `withlock: waiting 3s for "job", held by pid 4242 on box (sleep 60) for 1m30s`) ||
 		!strings.HasSuffix(first, "\x1b[K") {
 		t.Errorf("line %q", first)
 	}
@@ -111,7 +114,7 @@ func TestWaitLineFitsTheTerminal(t *testing.T) {
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: 24, Cols: 40}); err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	w.Update(testHolder(), 0)
 	w.Done()
 	out.waitFor(t, "the cleared line", func(s string) bool { return strings.HasSuffix(s, "\r\x1b[K") })
@@ -128,7 +131,7 @@ func TestWaitLineSilentWhenNotATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	w := newWaitLine(wr, "job")
+	w := newWaitLine(wr, "job", false)
 	w.Update(testHolder(), time.Second)
 	w.Done()
 	wr.Close()
@@ -142,7 +145,7 @@ func TestWaitLineSilentWhenNotATerminal(t *testing.T) {
 func TestWaitLineTornHolder(t *testing.T) {
 	w := &waitLine{runID: "job", started: time.Now().Add(-2 * time.Second)}
 	w.holder = locks.Holder{Torn: true, ModTime: time.Now().Add(-time.Second)}
-	if got := w.text(time.Now()); got != `withlock: waiting 2s for "job", held by an unreadable lock file written 1s ago` {
+	if got := w.text(time.Now()); got != `withlock: waiting 2s for "job", held by an unreadable lock file written 1s ago (a writer may be mid-write)` {
 		t.Errorf("%q", got)
 	}
 }
@@ -153,14 +156,14 @@ func TestWaitLineStaysOneLine(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tty, out, closePty := capturePty(t)
 	defer closePty()
-	w := newWaitLine(tty, "job")
+	w := newWaitLine(tty, "job", false)
 	h := testHolder()
 	h.Command = "sh -c sleep 5\n\techo done\x1b[2J"
 	w.Update(h, 0)
 	w.Done()
 	out.waitFor(t, "the cleared line", func(s string) bool { return strings.HasSuffix(s, "\r\x1b[K") })
 	line := strings.TrimSuffix(strings.Split(out.String(), "\r")[1], "\x1b[K")
-	if !strings.HasSuffix(line, ": sh -c sleep 5  echo done [2J") {
+	if !strings.HasSuffix(line, " (sh -c sleep 5  echo done [2J) for 1m30s") {
 		t.Errorf("line %q, want the command on it with its control characters as spaces", line)
 	}
 }
@@ -171,7 +174,7 @@ func TestWaitLineWriterClearsTheLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWaitLine(out, "job")
+	w := newWaitLine(out, "job", false)
 	w.drawn = true
 	if _, err := w.Write([]byte("withlock: event\n")); err != nil {
 		t.Fatal(err)

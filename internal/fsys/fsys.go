@@ -89,29 +89,27 @@ func (OS) WriteNew(path string, data []byte, perm fs.FileMode) error {
 func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, fi, err := openRegular(path, os.O_RDONLY, 0)
 	if err != nil {
-		var nr *notRegularError
-		if errors.As(err, &nr) {
-			return nil, nr.fi, err
-		}
-		return nil, nil, err
+		return nil, fi, err
 	}
 	defer f.Close()
 	// A /proc file reports size 0 and is read to its end all the same.
-	data := make([]byte, 0, min(max(fi.Size(), 512), limit)+1)
-	for int64(len(data)) <= limit {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
+	// Any other regular file has reached its end once a read returns less
+	// than asked for: the read that would say so is not made (a lock file
+	// is one read, not two).
+	if size := fi.Size(); size > 0 && size <= limit {
+		buf := make([]byte, size+1)
+		n, err := f.Read(buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fi, err
 		}
-		n, err := f.Read(data[len(data):min(int64(cap(data)), limit+1)])
-		data = data[:len(data)+n]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return data, fi, err
+		if n < len(buf) {
+			return buf[:n], fi, nil
 		}
+		rest, err := io.ReadAll(io.LimitReader(f, limit+1-int64(n)))
+		return append(buf, rest...), fi, err
 	}
-	return data, fi, nil
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	return data, fi, err
 }
 
 // OpenCounter clears O_NONBLOCK once the file is known to be regular: the
@@ -166,27 +164,20 @@ func (OS) OpenGuard(path string) (*os.File, error) {
 
 // openRegular opens path without following a symlink and without blocking
 // on a FIFO (O_NONBLOCK, which changes nothing for a regular file's reads,
-// writes or flocks), and refuses anything but a regular file. It returns
-// the file's FileInfo too.
+// writes or flocks), and refuses anything but a regular file (its FileInfo
+// is returned with the refusal). It returns the file's FileInfo too.
 func openRegular(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, flag|oNoFollow|oNonBlock, perm)
 	if err != nil {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
 	if err != nil {
 		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{fi}}
+		return nil, fi, err
 	}
 	return f, fi, nil
 }
-
-// notRegularError matches ErrNotRegular and carries what was found.
-type notRegularError struct{ fi fs.FileInfo }
-
-func (e *notRegularError) Error() string { return ErrNotRegular.Error() }
-func (e *notRegularError) Unwrap() error { return ErrNotRegular }

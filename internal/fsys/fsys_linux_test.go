@@ -55,6 +55,24 @@ func TestReadLockFileSizelessAndCapped(t *testing.T) {
 	}
 }
 
+// ReadLockFile stops at a regular file's end without a read to hear so;
+// every size around the first buffer's (512 bytes and one more) and a
+// few buffers long still reads whole.
+func TestReadLockFileRegularSizes(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{1, 320, 511, 512, 513, 1025, 4096} {
+		want := bytes.Repeat([]byte("x"), size)
+		path := filepath.Join(dir, "f.lock")
+		if err := os.WriteFile(path, want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, fi, err := OS{}.ReadLockFile(path, 4096)
+		if err != nil || !bytes.Equal(got, want) || fi.Size() != int64(size) {
+			t.Fatalf("size %d: read %d bytes (%v)", size, len(got), err)
+		}
+	}
+}
+
 // OpenCounter refuses what is not a regular file without blocking (a FIFO
 // would block a plain open) and without following a symlink, and hands
 // back a blocking descriptor that reads and writes in place.

@@ -182,25 +182,6 @@ func Descendants(pid int) ([]Process, error) {
 	return out, nil
 }
 
-// GroupMembers returns the live (not zombie) processes of process group
-// pgid.
-func GroupMembers(pgid int) ([]Process, error) {
-	if pgid <= 1 {
-		return nil, nil
-	}
-	all, err := All()
-	if err != nil {
-		return nil, err
-	}
-	var out []Process
-	for _, p := range all {
-		if p.Pgrp == pgid && p.State != 'Z' && p.State != 'X' {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 // Holding returns the pids of the processes that have file id open, found
 // by matching each /proc/<pid>/fd/* against it. Processes whose fd
 // directory cannot be read (another user's, without privilege) are left

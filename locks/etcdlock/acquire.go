@@ -11,7 +11,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -104,20 +103,19 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	if err != nil {
 		return nil, err
 	}
-	s, lw, ttl, err := l.session(ctx, cl)
+	ls, err := l.grantLease(ctx, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			lw.stop()
-			s.Orphan()
-			revokeBounded(cl, s.Lease())
+			ls.stop()
+			revokeBounded(cl, ls.id)
 			cl.Close()
 		}
 	}()
-	c := contender{l: l, cl: cl, s: s, lease: lw, runID: runID, shared: kind.shared}
+	c := contender{l: l, cl: cl, lease: ls, runID: runID, shared: kind.shared}
 	c.guard, c.slots, c.sizeKey = l.mixRule(runID, kind.shared) // semaphore.go
 	c.size = strconv.Itoa(kind.max)
 	if kind.max == 0 {
@@ -139,15 +137,14 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		}
 	}
 	c.restamp(ctx)
-	return c.held(ttl), nil
+	return c.held(), nil
 }
 
-// contender is one session's place in a run id's queue.
+// contender is one lease's place in a run id's queue.
 type contender struct {
 	l     *Locker
 	cl    *clientv3.Client
-	s     *concurrency.Session
-	lease *leaseWatch
+	lease *lease
 	runID string
 	// shared: a shared holder, which waits only for the exclusive keys
 	// older than its own (shared.go).
@@ -182,16 +179,20 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 // enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
-// one transaction: create the session's key under the lease, with the
+// one transaction: create the contender's key under its lease, with the
 // holder information as its value so the owner key is never seen without
-// it, and read the owner — the key with the lowest create revision.
+// it, and read the queue — every key by create revision. The lease is
+// fresh, so the key is new: its create revision, the fencing token, is the
+// transaction's revision.
 func (c *contender) enqueue(ctx context.Context) error {
 	pfx := c.l.queuePrefix(c.runID)
-	c.key = pfx + leaseHex(c.s.Lease())
-	getOwner := clientv3.OpGet(pfx, withQueueOrder()...)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)}
-	then := []clientv3.Op{clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease())), getOwner}
-	els := []clientv3.Op{clientv3.OpGet(c.key), getOwner}
+	c.key = pfx + leaseHex(c.lease.id)
+	var cmps []clientv3.Cmp
+	then := []clientv3.Op{
+		clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)),
+		clientv3.OpGet(pfx, withQueueOrder()...),
+	}
+	var els []clientv3.Op
 	switch {
 	case c.guard != "":
 		// A --max slot: only while RUN_ID's own mutex has no key (no
@@ -205,13 +206,11 @@ func (c *contender) enqueue(ctx context.Context) error {
 		if c.sizeKey != "" {
 			// ... and only while the size is still the one agreed.
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(c.sizeKey), "=", c.size))
-			els = append(els, clientv3.OpGet(c.sizeKey))
 		}
 	case c.slots != "":
 		// An exclusive contender: the slot holders at the revision our key
 		// appears; from then on no new one gets in.
-		read := clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...)
-		then, els = append(then, read), append(els, read)
+		then = append(then, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
 	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
@@ -219,18 +218,15 @@ func (c *contender) enqueue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.guard != "" && !resp.Succeeded {
-		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+	if !resp.Succeeded {
+		// The guard has a key, or else the size changed.
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			if c.shared {
-				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[3].GetResponseRange().Kvs)
+				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[1].GetResponseRange().Kvs)
 			}
 			return errExclusiveFirst
 		}
-		if c.sizeKey != "" {
-			if kvs := resp.Responses[3].GetResponseRange().Kvs; len(kvs) == 0 || string(kvs[0].Value) != c.size {
-				return errSizeChanged
-			}
-		}
+		return errSizeChanged
 	}
 	if c.slots != "" {
 		c.slotRev = resp.Header.Revision
@@ -239,9 +235,6 @@ func (c *contender) enqueue(ctx context.Context) error {
 		}
 	}
 	c.token = resp.Header.Revision
-	if !resp.Succeeded {
-		c.token = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
-	}
 	c.enqueuedRev = resp.Header.Revision
 	c.queuedAt = time.Now()
 	c.setOlder(resp.Responses[1].GetResponseRange().Kvs)
@@ -258,7 +251,7 @@ func (c *contender) restamp(ctx context.Context) {
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
 	_, err := c.cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.token)).
-		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.s.Lease(), c.shared), clientv3.WithLease(c.s.Lease()))).
+		Then(clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id))).
 		Commit()
 	if err != nil {
 		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")
@@ -266,17 +259,6 @@ func (c *contender) restamp(ctx context.Context) {
 }
 
 // held turns the won contender into a Lock.
-func (c *contender) held(ttl time.Duration) *Lock {
-	return &Lock{
-		RunID:       c.runID,
-		Key:         c.key,
-		Lease:       c.s.Lease(),
-		TTL:         ttl,
-		token:       c.token,
-		acquiredRev: c.enqueuedRev,
-		cl:          c.cl,
-		s:           c.s,
-		lease:       c.lease,
-		log:         c.l.Log,
-	}
+func (c *contender) held() *Lock {
+	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: c}
 }

@@ -5,7 +5,8 @@
 // The lock is the recipe of go.etcd.io/etcd/client/v3/concurrency, so
 // `etcdctl lock <prefix><run_id>` and withlock exclude each other:
 //
-//   - a session: a lease whose TTL is the lock's TTL, kept alive by the client;
+//   - a lease whose TTL is the lock's TTL, kept alive by the client (the
+//     session of the recipe);
 //   - a Mutex named <prefix><run_id>: each contender puts the key
 //     <prefix><run_id>/<lease id in hex> under its lease, and the key with the
 //     lowest create revision holds the lock.

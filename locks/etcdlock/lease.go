@@ -9,32 +9,45 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// session grants a lease of the lock's TTL, wraps it in a concurrency
-// session that the client keeps alive, and starts following it (see
-// leaseWatch). It returns the granted TTL: the server may raise the one
-// asked for.
-func (l *Locker) session(ctx context.Context, cl *clientv3.Client) (*concurrency.Session, *leaseWatch, time.Duration, error) {
+// lease is a lock's lease: granted with the lock's TTL, kept alive by the
+// client for as long as we follow it, and followed: lost closes when the
+// lease must be presumed gone — the keepalive stream ended (the server said
+// the lease expired or was revoked, or the client gave up), or no answer
+// came for the TTL minus a safety margin (lostAfter). The margin makes
+// withlock give the lock up before the server can hand it on.
+type lease struct {
+	id     clientv3.LeaseID
+	ttl    time.Duration // granted: the server may raise the one asked for
+	lost   chan struct{}
+	err    error              // why, set before lost is closed
+	cancel context.CancelFunc // ends the keepalive
+	done   chan struct{}
+}
+
+// grantLease grants a lease of the lock's TTL and starts keeping it alive
+// and following it.
+func (l *Locker) grantLease(ctx context.Context, cl *clientv3.Client) (*lease, error) {
 	rctx, cancel := l.rpc(ctx)
 	defer cancel()
 	grant, err := cl.Grant(rctx, l.ttlSeconds())
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	granted := time.Now()
-	ttl := time.Duration(grant.TTL) * time.Second
-	s, err := concurrency.NewSession(cl, concurrency.WithLease(grant.ID), concurrency.WithTTL(int(grant.TTL)))
-	var lw *leaseWatch
-	if err == nil {
-		lw, err = watchLease(cl, s, ttl, granted, l.Grace)
-	}
+	renewed := time.Now()
+	kctx, stop := context.WithCancel(context.Background())
+	// The client sends one keepalive for the lease however many listen,
+	// until the last listener's context ends.
+	answers, err := cl.KeepAlive(kctx, grant.ID)
 	if err != nil {
-		revokeBounded(cl, grant.ID) // the caller's cl.Close ends the session
-		return nil, nil, 0, err
+		stop()
+		revokeBounded(cl, grant.ID)
+		return nil, err
 	}
-	return s, lw, ttl, nil
+	w := &lease{id: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, lost: make(chan struct{}), cancel: stop, done: make(chan struct{})}
+	go w.run(kctx, answers, renewed, l.Grace)
+	return w, nil
 }
 
 // revokeBounded revokes a lease, giving up after releaseBound (the lease
@@ -46,39 +59,14 @@ func revokeBounded(cl *clientv3.Client, id clientv3.LeaseID) error {
 	return err
 }
 
-// leaseWatch follows the keepalive answers for a session's lease and
-// closes lost when the lease must be presumed gone: the session ended
-// (the server said the lease expired or was revoked, or the client gave
-// up), or no answer came for the TTL minus a safety margin. The margin
-// makes withlock give the lock up before the server can hand it on.
-type leaseWatch struct {
-	lost   chan struct{}
-	err    error // why, set before lost is closed
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// watchLease starts following the lease of s; renewed is when the server
-// last answered for it, grace how long the holder needs to stop its
-// command once the loss is reported (see lostAfter).
-func watchLease(cl *clientv3.Client, s *concurrency.Session, ttl time.Duration, renewed time.Time, grace time.Duration) (*leaseWatch, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	// The client sends one keepalive for the lease however many listen;
-	// this channel closes with the session's when the lease ends.
-	answers, err := cl.KeepAlive(ctx, s.Lease())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	w := &leaseWatch{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx, answers, ttl, renewed, grace)
-	return w, nil
-}
-
 var errLeaseEnded = errors.New("lease ended: expired, revoked, or no keepalive answer within its TTL")
 
-func (w *leaseWatch) run(ctx context.Context, answers <-chan *clientv3.LeaseKeepAliveResponse, ttl time.Duration, renewed time.Time, grace time.Duration) {
+// run follows the keepalive answers; renewed is when the server last
+// answered for the lease, grace how long the holder needs to stop its
+// command once the loss is reported (see lostAfter).
+func (w *lease) run(ctx context.Context, answers <-chan *clientv3.LeaseKeepAliveResponse, renewed time.Time, grace time.Duration) {
 	defer close(w.done)
+	ttl := w.ttl
 	after, _ := lostAfter(ttl, grace)
 	timer := time.NewTimer(time.Until(renewed.Add(after)))
 	defer timer.Stop()
@@ -102,13 +90,13 @@ func (w *leaseWatch) run(ctx context.Context, answers <-chan *clientv3.LeaseKeep
 	}
 }
 
-func (w *leaseWatch) fail(err error) {
+func (w *lease) fail(err error) {
 	w.err = err
 	close(w.lost)
 }
 
-// stop ends the watch and waits for it.
-func (w *leaseWatch) stop() {
+// stop ends the keepalive and the watch, and waits for it.
+func (w *lease) stop() {
 	w.cancel()
 	<-w.done
 }

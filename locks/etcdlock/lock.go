@@ -3,6 +3,7 @@
 package etcdlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,29 +11,27 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/withlock/withlock/locks"
 )
 
 // Lock is a held run lock: the owner key of a run id's mutex and the
-// session whose lease keeps it.
+// lease that keeps it.
 type Lock struct {
 	RunID string
 	Key   string // <prefix><escaped run id>/<lease in hex>
 	Lease clientv3.LeaseID
 	TTL   time.Duration // granted by the server
 
-	token       int64
-	acquiredRev int64 // the cluster's revision when our key was enqueued: watched from
+	*contender // the won contender: its client, lease, key's revision (token)
 
-	cl    *clientv3.Client
-	s     *concurrency.Session
-	lease *leaseWatch
-	log   zerolog.Logger
+	// named is the run id the caller named (RunID is a --max slot's
+	// derived one); env is what the child is told beyond the lock itself
+	// (its slot, or that it holds shared).
+	named string
+	env   []string
 
 	lostMu        sync.Mutex
 	lostErr       error  // what Heartbeat reported, if it did
@@ -46,43 +45,48 @@ type Lock struct {
 // across the holders of a run id.
 func (k *Lock) FencingToken() int64 { return k.token }
 
-// Env is what the child is told about the lock it runs under.
+// Env is what the child is told about the lock it runs under: as on the
+// file backend, the run id it named, WITHLOCK_SLOT and WITHLOCK_MAX for a
+// --max slot, WITHLOCK_SHARED=1 for a shared holder (etcd's shared holders
+// are keys of the run id's own mutex, not numbered slots: no
+// WITHLOCK_SLOT).
 func (k *Lock) Env() []string {
-	return []string{
-		"WITHLOCK_RUN_ID=" + k.RunID,
+	return append([]string{
+		"WITHLOCK_RUN_ID=" + cmp.Or(k.named, k.RunID),
 		"WITHLOCK_LOCK_ID=" + leaseHex(k.Lease),
 		"WITHLOCK_LOCK_KEY=" + k.Key,
 		"WITHLOCK_FENCING_TOKEN=" + strconv.FormatInt(k.token, 10),
-	}
+	}, k.env...)
 }
 
 // Heartbeat watches the lock until stop is called: the client keeps the
 // lease alive by itself, so this only reports loss. lost receives one error
 // (matching locks.ErrLost) when the owner key is deleted (lease revoked,
 // lock broken: seen at once through a watch) or the lease must be presumed
-// expired (see leaseWatch). stop waits for the watchers to end; Release
+// expired (see lease). stop waits for the watchers to end; Release
 // stops them too.
 func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 	ch := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	keyGone := make(chan error, 1)
-	wg.Add(2)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		if err := k.watchKey(ctx); err != nil {
-			keyGone <- err
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		var err error
-		select {
-		case <-ctx.Done():
-			return
-		case err = <-keyGone:
-		case <-k.lease.lost:
+		defer close(done)
+		// The key watch ends at once when the lease is lost.
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		go func() {
+			select {
+			case <-k.lease.lost:
+				wcancel()
+			case <-wctx.Done():
+			}
+		}()
+		err := k.watchKey(wctx)
+		if isClosed(k.lease.lost) {
 			err = k.lease.err
+		}
+		if err == nil {
+			return // stopped
 		}
 		err = fmt.Errorf("%w: etcd key %s: %w", locks.ErrLost, k.Key, err)
 		k.lostMu.Lock()
@@ -90,7 +94,7 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 		k.lostMu.Unlock()
 		ch <- err
 	}()
-	stop = func() { cancel(); wg.Wait() }
+	stop = func() { cancel(); <-done }
 	k.lostMu.Lock()
 	k.stopHeartbeat = stop
 	k.lostMu.Unlock()
@@ -104,7 +108,7 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 // itself; failed looks are retried (the lease watch covers an unreachable
 // cluster).
 func (k *Lock) watchKey(ctx context.Context) error {
-	rev := k.acquiredRev + 1
+	rev := k.enqueuedRev + 1
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		for resp := range k.cl.Watch(wctx, k.Key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
@@ -120,7 +124,7 @@ func (k *Lock) watchKey(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			k.log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
+			k.l.Log.Debug().Err(err).Str("run_id", k.RunID).Msg("cannot read the lock key; retrying")
 			sleep(ctx, 500*time.Millisecond, 0)
 		case len(resp.Kvs) == 0:
 			return errors.New("deleted (lease revoked or lock broken)")
@@ -133,9 +137,9 @@ func (k *Lock) watchKey(ctx context.Context) error {
 	return nil
 }
 
-// Release revokes the lease, which deletes the owner key with it; if the
-// revoke fails it deletes the key itself. All of it within releaseBound:
-// when the cluster cannot be reached the lease's TTL frees the lock. It is
+// Release revokes the lease, which deletes the owner key with it, within
+// releaseBound: when the cluster cannot be reached the lease's TTL frees
+// the lock. It is
 // safe to call more than once; the error says what did not happen, and
 // matches locks.ErrLost when Heartbeat had reported the lock lost.
 func (k *Lock) Release() error {
@@ -152,7 +156,6 @@ func (k *Lock) release() error {
 		stopHeartbeat()
 	}
 	k.lease.stop()
-	k.s.Orphan()
 	defer k.cl.Close()
 	// Heartbeat has ended (or never ran): lostErr no longer changes.
 	bound := releaseBound
@@ -166,20 +169,11 @@ func (k *Lock) release() error {
 	defer cancel()
 	_, err := k.cl.Revoke(ctx, k.Lease)
 	if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		k.log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
+		k.l.Log.Debug().Str("event", "released").Str("run_id", k.RunID).Msg("lock released")
 		return nil
 	}
-	errs := []error{fmt.Errorf("revoke lease %s: %w", leaseHex(k.Lease), err)}
-	if ctx.Err() == nil {
-		// Delete the key only while it is still ours.
-		_, derr := k.cl.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k.Key), "=", k.token)).
-			Then(clientv3.OpDelete(k.Key)).Commit()
-		if derr == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("delete %s: %w", k.Key, derr))
-	}
-	err = fmt.Errorf("etcd release of run %q: %w", k.RunID, errors.Join(errs...))
+	// The lease's TTL frees the lock.
+	err = fmt.Errorf("etcd release of run %q: revoke lease %s: %w", k.RunID, leaseHex(k.Lease), err)
 	if k.lostErr != nil {
 		// Already reported as lost: nothing more to warn about.
 		return fmt.Errorf("%w (and then %w)", k.lostErr, err)

@@ -3,6 +3,7 @@
 package etcdlock
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"math"
@@ -59,12 +60,7 @@ type Locker struct {
 	OnWait func(h *locks.Holder, waited time.Duration)
 }
 
-func (l *Locker) prefix() string {
-	if l.Prefix == "" {
-		return DefaultPrefix
-	}
-	return l.Prefix
-}
+func (l *Locker) prefix() string { return cmp.Or(l.Prefix, DefaultPrefix) }
 
 // ttlSeconds is the lease TTL asked of the server, in whole seconds. The
 // server may raise it to its minimum (about 1.5 election timeouts); the

@@ -5,7 +5,7 @@ package etcdlock
 import (
 	"context"
 	"net"
-	"strings"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -29,25 +29,16 @@ func noSigPipeDialer() []grpc.DialOption {
 }
 
 func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
-	network, address := "tcp", addr
 	// etcd's resolver passes unix(s) endpoints as unix:path or
 	// unix:///abs/path (TLS, for unixs, is layered above this conn).
-	for _, p := range []string{"unix://", "unix:"} {
-		if rest, ok := strings.CutPrefix(addr, p); ok {
-			network, address = "unix", rest
-			break
-		}
-	}
+	network, address, _ := splitEndpoint(addr, false)
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return c, nil
-	}
-	raw, err := sc.SyscallConn()
+	// A dialed TCP or unix socket is a syscall.Conn.
+	raw, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -86,14 +77,7 @@ func (c *noSigPipeConn) Write(b []byte) (int, error) {
 		err = werr
 	}
 	if err != nil {
-		return written, c.opError(err)
+		return written, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("sendmsg", err)}
 	}
 	return written, nil
-}
-
-func (c *noSigPipeConn) opError(err error) error {
-	if _, ok := err.(*net.OpError); ok {
-		return err
-	}
-	return &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }

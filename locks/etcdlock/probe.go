@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -84,18 +83,16 @@ func isTimeout(err error) bool {
 // http(s)://host:port, unix(s)://path or unix(s):path, or a bare host:port
 // (TLS when a TLS configuration is given).
 func splitEndpoint(ep string, tlsDefault bool) (network, addr string, secure bool) {
-	if u, err := url.Parse(ep); err == nil && u.Scheme != "" && strings.Contains(ep, "://") {
-		switch u.Scheme {
-		case "unix", "unixs":
-			return "unix", u.Host + u.Path, u.Scheme == "unixs"
-		default:
-			return "tcp", u.Host, u.Scheme == "https"
-		}
+	scheme, rest, found := strings.Cut(ep, "://")
+	if !found {
+		scheme, rest, found = strings.Cut(ep, ":")
 	}
-	for _, s := range []string{"unixs:", "unix:"} {
-		if path, ok := strings.CutPrefix(ep, s); ok {
-			return "unix", path, s == "unixs:"
-		}
+	switch {
+	case found && (scheme == "unix" || scheme == "unixs"):
+		return "unix", rest, scheme == "unixs"
+	case found && (scheme == "http" || scheme == "https"):
+		host, _, _ := strings.Cut(rest, "/")
+		return "tcp", host, scheme == "https"
 	}
 	return "tcp", ep, tlsDefault
 }

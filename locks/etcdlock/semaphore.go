@@ -68,6 +68,12 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 	if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 		return nil, 0, err
 	}
+	// The wait is counted from start; the cluster is read on ctx.
+	wctx, cancel := context.WithCancel(ctx)
+	if wait > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
+	}
+	defer cancel()
 	pause := 100 * time.Millisecond
 	for {
 		owners, first, rev, err := l.slotOwners(ctx, cl, runID, max)
@@ -90,18 +96,17 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
-			lock, k, taken, err := l.tryFreeSlots(ctx, runID, owners)
-			if errors.Is(err, errSizeChanged) {
+			lock, k, err := l.tryFreeSlots(ctx, runID, owners)
+			switch {
+			case errors.Is(err, errSizeChanged):
 				if err := l.agreeMax(ctx, cl, runID, max); err != nil {
 					return nil, 0, err
 				}
 				continue
-			}
-			if err != nil || lock != nil {
-				return lock, k, err
-			}
-			if !taken {
+			case errors.Is(err, errExclusiveFirst):
 				continue // RUN_ID's mutex got a key meanwhile: read again
+			case err != nil || lock != nil:
+				return lock, k, err
 			}
 			held := make([]locks.Holder, len(owners))
 			for k, o := range owners {
@@ -112,36 +117,28 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			report = l.reporter(owners[0], start)
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
-		waited := time.Since(start)
-		if wait >= 0 && waited >= wait {
+		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		left := time.Duration(0)
-		if wait >= 0 {
-			left = wait - waited
-		}
-		switch woke, err := awaitDelete(ctx, cl, watch, rev+1, left, report); {
+		switch woke, err := awaitDelete(wctx, cl, watch, rev+1, report); {
 		case ctx.Err() != nil:
 			return nil, 0, context.Cause(ctx)
 		case woke:
 			pause = 100 * time.Millisecond
-		default:
-			// The watch ended without a deletion (the wait ran out, or
-			// the cluster cancelled it): look again, pausing only after
-			// a fault.
-			if err != nil && !sleep(ctx, pause, left) {
-				return nil, 0, context.Cause(ctx)
-			}
+		case err != nil:
+			// The cluster ended the watch: look again after a pause (or
+			// once the wait has run out).
+			sleep(wctx, pause, 0)
 			pause = min(2*pause, 2*time.Second)
 		}
 	}
 }
 
 // tryFreeSlots tries each free slot of owners (nil entries) in turn, one
-// attempt each. taken is false when a try found RUN_ID's own mutex with a
-// key (errExclusiveFirst): the caller reads again. A slot taken by
-// someone else just now gets its owner filled in.
-func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (lock *Lock, slot int, taken bool, err error) {
+// attempt each. A slot taken by someone else just now gets its owner filled
+// in. errExclusiveFirst (RUN_ID's own mutex has a key) and errSizeChanged
+// end the tries: the caller reads again.
+func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner) (*Lock, int, error) {
 	for k, o := range owners {
 		if o != nil {
 			continue
@@ -149,17 +146,17 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
 		switch {
 		case err == nil:
-			return lock, k, true, nil
-		case errors.Is(err, errExclusiveFirst):
-			return nil, 0, false, nil
-		case errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
-			return nil, 0, true, err
+			lock.named = runID
+			lock.env = []string{"WITHLOCK_SLOT=" + strconv.Itoa(k), "WITHLOCK_MAX=" + strconv.Itoa(len(owners))}
+			return lock, k, nil
+		case errors.Is(err, errExclusiveFirst), errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
+			return nil, 0, err
 		}
 		// Taken just now: its owner is named below; our key's deletion
 		// wakes the watch once, and the next read sees it held.
 		owners[k] = heldOwner(err)
 	}
-	return nil, 0, true, nil
+	return nil, 0, nil
 }
 
 // mixRule is what a contender for runID checks beyond its own mutex so that
@@ -278,14 +275,11 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 }
 
 // awaitDelete watches the keys under prefix from revision rev until one is
-// deleted (woke true), left runs out (left 0: no limit), ctx ends, or the
-// cluster ends the watch (err says why). report is called once at the
-// start and then about once a second, without asking the cluster.
-func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, left time.Duration, report func()) (woke bool, err error) {
+// deleted (woke true), ctx ends, or the cluster ends the watch (err says
+// why). report is called once at the start and then about once a second,
+// without asking the cluster.
+func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func()) (woke bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	if left > 0 {
-		wctx, cancel = context.WithTimeout(clientv3.WithRequireLeader(ctx), left)
-	}
 	defer cancel()
 	events := cl.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut())
 	tick := time.NewTicker(time.Second)
@@ -296,7 +290,7 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 		case resp, ok := <-events:
 			switch {
 			case !ok:
-				if wctx.Err() != nil {
+				if ctx.Err() != nil {
 					return false, nil
 				}
 				return false, errors.New("watch closed")
@@ -307,22 +301,24 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 			}
 		case <-tick.C:
 			report()
-		case <-wctx.Done():
+		case <-ctx.Done():
 			return false, nil
 		}
 	}
 }
 
 // agreeMax records max as runID's size, or checks that it is the recorded
-// one; a different recorded size is replaced only while no slot of it is
-// held (compare-and-swap on the key's revision).
+// one. While no slot key exists at all the size is ours to set (a slot of
+// another size taken meanwhile keeps its size: its transaction compares
+// the size's value); while one is held, a different recorded size is a
+// mismatch naming its holder.
 func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
-	key, want := l.maxKey(runID), strconv.Itoa(max)
-	for attempt := 0; attempt < 3; attempt++ {
+	key, want, slots := l.maxKey(runID), strconv.Itoa(max), l.slotsPrefix(runID)
+	for range 3 {
 		rctx, cancel := l.rpc(ctx)
-		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
 			Then(clientv3.OpPut(key, want)).
-			Else(clientv3.OpGet(key), clientv3.OpGet(l.slotsPrefix(runID), clientv3.WithFirstCreate()...)).Commit()
+			Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
@@ -331,29 +327,21 @@ func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string
 			return nil
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			continue // deleted meanwhile: create it
-		}
-		if string(kvs[0].Value) == want {
+		switch {
+		case len(kvs) > 0 && string(kvs[0].Value) == want:
 			return nil
-		}
-		if slot := resp.Responses[1].GetResponseRange().Kvs; len(slot) > 0 {
+		case len(kvs) > 0:
 			have, _ := strconv.Atoi(string(kvs[0].Value))
-			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot[0])))
+			slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
+			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
 		}
+		// Slots held and no size recorded: record ours, unless another
+		// holder just did, and look again.
 		rctx, cancel = l.rpc(ctx)
-		// Only while no slot key exists at all: a slot of the old size
-		// taken since the look above keeps the size (its transaction
-		// compares the size's value).
-		swap, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision),
-			clientv3.Compare(clientv3.CreateRevision(l.slotsPrefix(runID)), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(key, want)).Commit()
+		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
 		cancel()
 		if err != nil {
 			return l.unavailable(err)
-		}
-		if swap.Succeeded {
-			return nil
 		}
 	}
 	return l.unavailable(fmt.Errorf("run %q: the size of its semaphore (%s) keeps changing", runID, key))

@@ -45,11 +45,17 @@ import (
 // the transaction that would create its key, so a --shared and a --max
 // first holder cannot both start.
 func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Duration) (*Lock, error) {
+	id := runID
 	if failpoint.On(failpoint.BrokenSlots) {
 		// Negative control: a mutex of its own, so nobody excludes it.
-		runID += "\x00broken " + strconv.Itoa(os.Getpid())
+		id += "\x00broken " + strconv.Itoa(os.Getpid())
 	}
-	return l.acquire(ctx, runID, wait, acquireKind{shared: true})
+	lock, err := l.acquire(ctx, id, wait, acquireKind{shared: true})
+	if err != nil {
+		return nil, err
+	}
+	lock.named, lock.env = runID, []string{"WITHLOCK_SHARED=1"}
+	return lock, nil
 }
 
 // sharedBesideMax is the refusal of --shared on a run id whose --max
@@ -130,7 +136,7 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
-		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, 0, c.l.reporter(b, start))
+		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start))
 		switch {
 		case isClosed(c.lease.lost):
 			return fmt.Errorf("while waiting%s: %w", what, c.lease.err)

@@ -5,7 +5,7 @@
 // Where each of the seed's rules lives:
 //   - a scope and its syntax, `PATH:MODE[:recursive]`: Spec, ParseSpec;
 //     paths resolved as the kernel would: ResolveSpec, Resolve
-//   - overlap of two scopes: Spec.ConflictsWith
+//   - overlap of two scopes: overlaps; of sets of scopes: Set
 //   - effective scope = allow − Σ children's allow: Effective
 //   - write-conflict check at start, naming each competitor:
 //     Table.Register (checkConflicts)

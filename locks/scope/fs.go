@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/withlock/withlock/internal/fsys"
 )
 
@@ -31,8 +33,10 @@ type FS interface {
 // OS is the real filesystem. The zero value is ready to use.
 type OS struct{ fsys.OS }
 
+// OpenRegistry refuses a symlink in the last component (O_NOFOLLOW) and
+// does not block on a FIFO planted at the path (O_NONBLOCK).
 func (OS) OpenRegistry(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|oNoFollow|oNonblock, 0)
+	return os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 }
 
 func (OS) ReadRegistry(f *os.File, limit int64) ([]byte, error) {
@@ -54,7 +58,7 @@ func (OS) Rewrite(f *os.File, data []byte) error {
 }
 
 func (OS) WriteSynced(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return err
 	}

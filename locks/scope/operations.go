@@ -95,11 +95,11 @@ func (f *Registry) reclaim(reg *Table, w Request) {
 	}
 }
 
-// Status reads the registry under a shared lock and returns it as a
+// Status reads the registry under its lock and returns it as a
 // delegation tree; nothing is reclaimed or written. A missing registry is
 // an empty one.
 func (f *Registry) Status(ctx context.Context) ([]Node, error) {
-	file, data, err := f.openRead(ctx, sharedExisting)
+	file, data, err := f.openRead(ctx, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -122,7 +122,7 @@ func (f *Registry) Status(ctx context.Context) ([]Node, error) {
 // cannot be read for an OS error (EMFILE…), which says nothing about its
 // content. It returns the paths things were moved to.
 func (f *Registry) Reset(ctx context.Context) ([]string, error) {
-	file, data, err := f.openRead(ctx, exclusiveExisting)
+	file, data, err := f.openRead(ctx, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

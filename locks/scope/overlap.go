@@ -1,12 +1,5 @@
 package scope
 
-// ConflictsWith is the overlap rule for two single scopes: they conflict
-// when both are write scopes and the sets of paths they cover intersect.
-// Read scopes never conflict.
-func (s Spec) ConflictsWith(o Spec) bool {
-	return s.Mode == Write && o.Mode == Write && overlaps(s, o)
-}
-
 // overlaps reports whether the paths covered by a and b intersect,
 // whatever their modes. With N(p) = p and its direct entries and R(p) = the
 // subtree at p:

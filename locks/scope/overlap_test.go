@@ -293,3 +293,26 @@ func ExampleSet_Minus() {
 	fmt.Println(eff.Contains("/project/src/main.go"), eff.Contains("/project/src/core/x.go"))
 	// Output: true false
 }
+
+// The rest is used by the tests only.
+
+// ConflictsWith is the overlap rule for two single scopes: they conflict
+// when both are write scopes and the sets of paths they cover intersect.
+// Read scopes never conflict.
+func (s Spec) ConflictsWith(o Spec) bool {
+	return s.Mode == Write && o.Mode == Write && overlaps(s, o)
+}
+
+// Union is the third set operation.
+func (s Set) Union(o Set) Set {
+	return combine(s, o, func(a, b cellMask) cellMask { return a | b })
+}
+
+// Contains reports whether the path p is in the set.
+func (s Set) Contains(p string) bool {
+	a, ok := s.deepestNamed(p)
+	if !ok {
+		return false
+	}
+	return s.cells[a]&distanceCell(a, p) != 0
+}

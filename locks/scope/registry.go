@@ -26,15 +26,6 @@ const DefaultLockWait = 3 * time.Second
 // maxSize is the largest registry (or backup) that is read.
 const maxSize = 16 << 20
 
-// registryAccess says how the registry is opened and locked.
-type registryAccess int
-
-const (
-	exclusive         registryAccess = iota // LOCK_EX; created 0600 when missing
-	exclusiveExisting                       // LOCK_EX; fs.ErrNotExist when missing
-	sharedExisting                          // LOCK_SH; fs.ErrNotExist when missing
-)
-
 // FilePath picks the registry: flag > WITHLOCK_SCOPE_FILE > scope.lock in
 // the run lock's default dir (locks.DefaultDir: /run/withlock for root,
 // /tmp/withlock-<uid> otherwise). Like that dir it depends on nothing but
@@ -138,7 +129,7 @@ type Stamp struct {
 // lock, read, decode, apply fn, encode, write in place, unlock (the
 // deferred Close drops the flock).
 func (f *Registry) transform(ctx context.Context, fn func(*Table) error) (Stamp, error) {
-	file, data, err := f.openRead(ctx, exclusive)
+	file, data, err := f.openRead(ctx, true)
 	if err != nil {
 		return Stamp{}, err
 	}
@@ -300,10 +291,11 @@ func (f *Registry) rewrite(file *os.File, data []byte) error {
 	return f.fs().Rewrite(file, data)
 }
 
-// openRead opens the registry with access, which takes its flock, and
-// reads it. The caller closes the file, which releases the flock.
-func (f *Registry) openRead(ctx context.Context, access registryAccess) (*os.File, []byte, error) {
-	file, err := f.openLocked(ctx, access)
+// openRead opens the registry — creating it when create is set, else
+// fs.ErrNotExist when it is missing — takes its flock and reads it. The
+// caller closes the file, which releases the flock.
+func (f *Registry) openRead(ctx context.Context, create bool) (*os.File, []byte, error) {
+	file, err := f.openLocked(ctx, create)
 	if err != nil {
 		return nil, nil, err
 	}

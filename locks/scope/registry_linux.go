@@ -16,13 +16,6 @@ import (
 	"github.com/withlock/withlock/locks"
 )
 
-// oNoFollow makes an open refuse a symlink in the last component;
-// oNonblock keeps it from blocking on a FIFO planted at the path.
-const (
-	oNoFollow = unix.O_NOFOLLOW
-	oNonblock = unix.O_NONBLOCK
-)
-
 // maxReopen bounds how often the registry is reopened because the path
 // named another file by the time its flock was granted (moved aside by
 // reset meanwhile).
@@ -34,17 +27,17 @@ const maxReopen = 8
 // following a symlink, and is made 0600. The flock is on the inode, so once
 // it is granted the path must still name that inode — else the registry
 // was moved aside meanwhile and the new one is opened.
-func (f *Registry) openLocked(ctx context.Context, access registryAccess) (*os.File, error) {
-	if err := f.checkDir(access); err != nil {
+func (f *Registry) openLocked(ctx context.Context, create bool) (*os.File, error) {
+	if err := f.checkDir(create); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(f.lockWait())
 	for range maxReopen {
-		file, err := f.openChecked(access)
+		file, err := f.openChecked(create)
 		if err != nil {
 			return nil, err
 		}
-		if err := f.flock(ctx, file, access, deadline); err != nil {
+		if err := f.flock(ctx, file, deadline); err != nil {
 			file.Close()
 			return nil, err
 		}
@@ -60,9 +53,9 @@ func (f *Registry) openLocked(ctx context.Context, access registryAccess) (*os.F
 	return nil, fmt.Errorf("%w: %s keeps being replaced", ErrBusy, f.Path)
 }
 
-func (f *Registry) checkDir(access registryAccess) error {
+func (f *Registry) checkDir(create bool) error {
 	dir := filepath.Dir(f.Path)
-	if access != exclusive {
+	if !create {
 		if _, err := f.fs().Lstat(dir); err != nil {
 			return err // fs.ErrNotExist: no registry yet
 		}
@@ -73,9 +66,9 @@ func (f *Registry) checkDir(access registryAccess) error {
 	return nil
 }
 
-func (f *Registry) openChecked(access registryAccess) (*os.File, error) {
+func (f *Registry) openChecked(create bool) (*os.File, error) {
 	file, err := f.fs().OpenRegistry(f.Path)
-	if errors.Is(err, fs.ErrNotExist) && access == exclusive {
+	if errors.Is(err, fs.ErrNotExist) && create {
 		if err = f.create(); err == nil {
 			file, err = f.fs().OpenRegistry(f.Path)
 		}
@@ -83,7 +76,7 @@ func (f *Registry) openChecked(access registryAccess) (*os.File, error) {
 	switch {
 	case errors.Is(err, syscall.ELOOP):
 		return nil, unusable(fmt.Errorf("scope registry %s is a symlink: refused", f.Path))
-	case errors.Is(err, fs.ErrNotExist) && access != exclusive:
+	case errors.Is(err, fs.ErrNotExist) && !create:
 		return nil, err
 	case err != nil:
 		return nil, unusable(err)
@@ -131,17 +124,13 @@ func checkRegistryFile(file *os.File) error {
 	return nil
 }
 
-// flock takes the lock, polling LOCK_NB with a sleep that grows to 20ms:
+// flock takes LOCK_EX, polling LOCK_NB with a sleep that grows to 20ms:
 // flock(2) has no timed form, and a blocked flock in a goroutine could not
 // be abandoned. Past the deadline it is ErrBusy; a cancelled ctx
 // ends the wait at once.
-func (f *Registry) flock(ctx context.Context, file *os.File, access registryAccess, deadline time.Time) error {
-	how := unix.LOCK_EX
-	if access == sharedExisting {
-		how = unix.LOCK_SH
-	}
+func (f *Registry) flock(ctx context.Context, file *os.File, deadline time.Time) error {
 	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 20*time.Millisecond) {
-		err := unix.Flock(int(file.Fd()), how|unix.LOCK_NB)
+		err := unix.Flock(int(file.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil

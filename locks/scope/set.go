@@ -79,11 +79,7 @@ func Effective(allow, deny []Spec) Set {
 	return NewSet(writeSpecs(allow)...).Minus(NewSet(writeSpecs(deny)...))
 }
 
-// Union, Intersect and Minus are the set operations.
-func (s Set) Union(o Set) Set {
-	return combine(s, o, func(a, b cellMask) cellMask { return a | b })
-}
-
+// Intersect and Minus are the set operations the registry needs.
 func (s Set) Intersect(o Set) Set {
 	return combine(s, o, func(a, b cellMask) cellMask { return a & b })
 }
@@ -107,15 +103,6 @@ func (s Set) Intersects(o Set) bool { return !s.Intersect(o).IsEmpty() }
 
 // SubsetOf reports whether every path of s is in o.
 func (s Set) SubsetOf(o Set) bool { return s.Minus(o).IsEmpty() }
-
-// Contains reports whether the path p is in the set.
-func (s Set) Contains(p string) bool {
-	a, ok := s.deepestNamed(p)
-	if !ok {
-		return false
-	}
-	return s.cells[a]&distanceCell(a, p) != 0
-}
 
 // combine applies op cell by cell over the union of both named sets.
 func combine(s, o Set, op func(a, b cellMask) cellMask) Set {

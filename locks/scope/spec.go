@@ -59,7 +59,7 @@ func ParseSpec(text string) (Spec, error) {
 		err = checkPath(s.Path)
 	}
 	if err != nil {
-		return Spec{}, syntaxError(text, err.Error())
+		return Spec{}, usagef("malformed scope %q: %v", text, err)
 	}
 	s.Path = filepath.Clean(s.Path)
 	return s, nil
@@ -100,26 +100,22 @@ func checkPath(path string) error {
 	return nil
 }
 
-func syntaxError(text, why string) error {
-	return usagef("malformed scope %q: %s", text, why)
-}
-
 // ResolveSpec reads a scope as a user gives it (--allow) and normalises it
 // the way the kernel would reach the path: a relative PATH is taken from
 // cwd, then Resolve. Errors match ErrUsage.
 func ResolveSpec(text, cwd string) (Spec, error) {
 	s, err := cutMode(text)
 	if err != nil {
-		return Spec{}, syntaxError(text, err.Error())
+		return Spec{}, usagef("malformed scope %q: %v", text, err)
 	}
 	if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
 		s.Path = cwd + "/" + s.Path // not Join: Resolve, not Clean, takes the ".."
 	}
 	if err := checkPath(s.Path); err != nil {
-		return Spec{}, syntaxError(text, err.Error())
+		return Spec{}, usagef("malformed scope %q: %v", text, err)
 	}
 	if s.Path, err = Resolve(s.Path); err != nil {
-		return Spec{}, syntaxError(text, err.Error())
+		return Spec{}, usagef("malformed scope %q: %v", text, err)
 	}
 	return s, nil
 }

@@ -1,5 +1,5 @@
 // Command rssprobe supervises its arguments through supervisor.Run the way
-// withlock run does (Notify first, then Run) and exits with the result's
+// withlock run does (NotifyAsync first, then Run) and exits with the result's
 // status. BenchmarkPeakRSS builds it to measure the supervisor's peak RSS
 // without the rest of withlock.
 package main
@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	sigs := supervisor.Notify()
+	sigs := supervisor.NotifyAsync()
 	res, err := supervisor.Run(context.Background(), supervisor.Config{
 		Argv: os.Args[1:], Signals: sigs, Grace: 10 * time.Second,
 	})
