@@ -199,33 +199,6 @@ func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
 	return ownerFromKV(id, kv)
 }
 
-// awaitNoSlots is the second half of an exclusive acquisition of runID:
-// with its mutex held (so no new slot is taken) it waits until no --max
-// slot holder is left, the wait (counted from start) runs out — the error
-// names a slot holder — ctx ends, or the lease is lost. It watches the
-// slots' range from the revision enqueue read it at: no polling, and a
-// holder that left while we queued wakes it at once.
-func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time.Duration) error {
-	if c.slotHolder == nil {
-		return nil
-	}
-	return c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
-		func() *Owner { return c.slotHolder },
-		func(wctx context.Context) (int64, error) {
-			rctx, rcancel := c.l.rpc(wctx)
-			resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
-			rcancel()
-			if err != nil {
-				return 0, err
-			}
-			c.slotRev, c.slotHolder = resp.Header.Revision, nil
-			if len(resp.Kvs) > 0 {
-				c.slotHolder = c.l.slotOwnerFromKV(resp.Kvs[0])
-			}
-			return c.slotRev, nil
-		})
-}
-
 // heldOwner is the owner an Acquire's ErrHeld names.
 func heldOwner(err error) *Owner {
 	var he *locks.HeldError
