@@ -283,41 +283,38 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 // agreeMax records max as runID's size, or checks that it is the recorded
 // one. While no slot key exists at all the size is ours to set (a slot of
 // another size taken meanwhile keeps its size: its transaction compares
-// the size's value); while one is held, a different recorded size is a
-// mismatch naming its holder.
+// the size's value, and AcquireSlot agrees again); while one is held, a
+// different recorded size is a mismatch naming its holder.
 func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
 	key, want, slots := l.maxKey(runID), strconv.Itoa(max), l.slotsPrefix(runID)
-	for range 3 {
-		rctx, cancel := l.rpc(ctx)
-		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(key, want)).
-			Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
-		cancel()
-		if err != nil {
-			return l.unavailable(err)
-		}
-		if resp.Succeeded {
-			return nil
-		}
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		switch {
-		case len(kvs) > 0 && string(kvs[0].Value) == want:
-			return nil
-		case len(kvs) > 0:
-			have, _ := strconv.Atoi(string(kvs[0].Value))
-			slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
-			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
-		}
-		// Slots held and no size recorded: record ours, unless another
-		// holder just did, and look again.
-		rctx, cancel = l.rpc(ctx)
-		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
-		cancel()
-		if err != nil {
-			return l.unavailable(err)
-		}
+	rctx, cancel := l.rpc(ctx)
+	defer cancel()
+	resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(key, want)).
+		Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
+	if err != nil {
+		return l.unavailable(err)
 	}
-	return l.unavailable(fmt.Errorf("run %q: the size of its semaphore (%s) keeps changing", runID, key))
+	if resp.Succeeded {
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	switch {
+	case len(kvs) == 0:
+		// Slots held and no size recorded: record ours, unless another
+		// holder just did (then our slot's transaction fails, and we agree
+		// again).
+		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
+		if err != nil {
+			return l.unavailable(err)
+		}
+		return nil
+	case string(kvs[0].Value) == want:
+		return nil
+	}
+	have, _ := strconv.Atoi(string(kvs[0].Value))
+	slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
+	return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // MaxOf is the size recorded for runID's semaphore (run --max); found is
