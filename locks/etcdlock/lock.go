@@ -74,16 +74,10 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 		// The key watch ends at once when the lease is lost.
 		wctx, wcancel := context.WithCancel(ctx)
 		defer wcancel()
-		go func() {
-			select {
-			case <-k.lease.lost:
-				wcancel()
-			case <-wctx.Done():
-			}
-		}()
+		defer context.AfterFunc(k.lease.lost, wcancel)()
 		err := k.watchKey(wctx)
-		if isClosed(k.lease.lost) {
-			err = k.lease.err
+		if k.lease.lost.Err() != nil {
+			err = context.Cause(k.lease.lost)
 		}
 		if err == nil {
 			return // stopped

@@ -124,13 +124,7 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
 	}
 	defer cancel()
-	go func() {
-		select {
-		case <-c.lease.lost:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
+	defer context.AfterFunc(c.lease.lost, cancel)()
 	rev := c.enqueuedRev
 	pause := 100 * time.Millisecond
 	for {
@@ -143,8 +137,8 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 		}
 		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start))
 		switch {
-		case isClosed(c.lease.lost):
-			return fmt.Errorf("while waiting: %w", c.lease.err)
+		case c.lease.lost.Err() != nil:
+			return fmt.Errorf("while waiting: %w", context.Cause(c.lease.lost))
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
 		case wctx.Err() != nil:
@@ -204,13 +198,4 @@ func (c *contender) setOlder(resps []*etcdserverpb.ResponseOp) {
 // oldest (lowest create revision) first.
 func withQueueOrder(opts ...clientv3.OpOption) []clientv3.OpOption {
 	return append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)}, opts...)
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
