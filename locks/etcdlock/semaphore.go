@@ -120,16 +120,9 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		switch woke, err := awaitDelete(wctx, cl, watch, rev+1, report); {
-		case ctx.Err() != nil:
+		awaitDelete(wctx, cl, watch, rev+1, report, &pause)
+		if ctx.Err() != nil {
 			return nil, 0, context.Cause(ctx)
-		case woke:
-			pause = 100 * time.Millisecond
-		case err != nil:
-			// The cluster ended the watch: look again after a pause (or
-			// once the wait has run out).
-			sleep(wctx, pause, 0)
-			pause = min(2*pause, 2*time.Second)
 		}
 	}
 }
@@ -248,10 +241,12 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 }
 
 // awaitDelete watches the keys under prefix from revision rev until one is
-// deleted (woke true), ctx ends, or the cluster ends the watch (err says
-// why). report is called once at the start and then about once a second,
-// without asking the cluster.
-func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func()) (woke bool, err error) {
+// deleted, ctx ends, or the cluster ends the watch: then it pauses for
+// *pause, which doubles (to 2 s at most) until a watch sees a deletion
+// again, so a cluster that keeps ending watches is not asked in a busy
+// loop. report is called once at the start and then about once a second,
+// without asking the cluster. The caller looks again either way.
+func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func(), pause *time.Duration) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	events := cl.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut())
@@ -262,20 +257,18 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 		select {
 		case resp, ok := <-events:
 			switch {
-			case !ok:
-				if ctx.Err() != nil {
-					return false, nil
-				}
-				return false, errors.New("watch closed")
-			case resp.Canceled || resp.Err() != nil:
-				return false, fmt.Errorf("watch cancelled: %w", resp.Err())
+			case !ok || resp.Canceled || resp.Err() != nil:
+				sleep(ctx, *pause, 0)
+				*pause = min(*pause*2, 2*time.Second)
+				return
 			case len(resp.Events) > 0:
-				return true, nil
+				*pause = 100 * time.Millisecond
+				return
 			}
 		case <-tick.C:
 			report()
 		case <-ctx.Done():
-			return false, nil
+			return
 		}
 	}
 }

@@ -135,7 +135,7 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
-		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start))
+		awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start), &pause)
 		switch {
 		case c.lease.lost.Err() != nil:
 			return fmt.Errorf("while waiting: %w", context.Cause(c.lease.lost))
@@ -143,14 +143,6 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 			return context.Cause(ctx)
 		case wctx.Err() != nil:
 			return heldError(c.runID, b, time.Now())
-		case !woke && werr != nil:
-			// The cluster ended the watch: look again after a pause.
-			if !sleep(wctx, pause, 0) {
-				continue
-			}
-			pause = min(2*pause, 2*time.Second)
-		default:
-			pause = 100 * time.Millisecond
 		}
 		r, err := c.readOlder(wctx)
 		if err != nil {
