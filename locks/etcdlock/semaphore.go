@@ -108,11 +108,9 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			case err != nil || lock != nil:
 				return lock, k, err
 			}
-			held := make([]locks.Holder, len(owners))
-			for k, o := range owners {
-				if o.Holder != nil {
-					held[k] = *o.Holder
-				}
+			var held []locks.Holder
+			for _, o := range owners {
+				held = append(held, holderOf(o))
 			}
 			report = l.reporter(owners[0], start)
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
