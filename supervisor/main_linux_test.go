@@ -33,9 +33,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "supervise" {
 		os.Exit(superviseRole())
 	}
-	if role := os.Getenv(roleEnv); strings.HasPrefix(role, "handover-") {
-		os.Exit(handoverRole(role))
-	}
 	if role := os.Getenv(roleEnv); strings.HasPrefix(role, "mask-") {
 		os.Exit(maskRole(role))
 	}

@@ -94,24 +94,6 @@ func (s *Signals) subscribe() {
 // Wait returns once the subscription is in place.
 func (s *Signals) Wait() { <-s.ready }
 
-// HandOver undoes the subscription before the process execs another
-// program: the caught signals get their default action back, and one
-// caught meanwhile is sent again, so it acts as if withlock had never
-// caught it (a TERM still ends the process) instead of being lost in the
-// exec.
-func (s *Signals) HandOver() {
-	s.Wait()
-	signal.Reset(s.caught...)
-	for {
-		select {
-		case sig := <-s.c:
-			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
-		default:
-			return
-		}
-	}
-}
-
 // Complete subscribes SIGCHLD; the supervisor calls it once the child is
 // forked, so the subscription's round trip to Go's signal thread overlaps
 // the child's exec. It is idempotent.

@@ -66,14 +66,8 @@ func (e *runEvents) waiting(h *locks.Holder) {
 	})
 }
 
-// The methods below do nothing on a nil *runEvents (scope logs none of
-// these events).
-
 // acquired logs the granted lock, named by what it tells the child.
 func (e *runEvents) acquired(lock heldLock) {
-	if e == nil {
-		return
-	}
 	e.acquire = time.Now()
 	env := map[string]string{}
 	for _, kv := range lock.Env() {
@@ -86,9 +80,7 @@ func (e *runEvents) acquired(lock heldLock) {
 }
 
 func (e *runEvents) released() {
-	if e != nil {
-		e.send(e.event("released").Dur("held_ms", time.Since(e.acquire)), "lock released")
-	}
+	e.send(e.event("released").Dur("held_ms", time.Since(e.acquire)), "lock released")
 }
 
 // exit logs the status withlock is about to exit with; with -q, not after

@@ -128,7 +128,7 @@ func runAction(ctx context.Context, c *cli.Command) error {
 // once flags are parsed: wait for the lock (a signal aborts the wait), run
 // the child with a heartbeat, release, and pass the status through. id
 // names the lock in logs (run id or scope name); events logs the run's
-// life (nil for scope).
+// life (scope's log nowhere).
 func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Signals, events *runEvents,
 	be backend, id string, argv []string, afterWait func()) (result error) {
 	if c.Bool("die-with-parent") {
@@ -196,9 +196,7 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 	if err != nil {
 		log.Error().Str("event", "spawn_failed").Msg(err.Error())
 	}
-	if events != nil {
-		events.childPid = res.Pid // the supervisor's own events carry child_pid already
-	}
+	events.childPid = res.Pid  // the supervisor's own events carry child_pid already
 	noteResult(lock, res, err) // for the run's history (history.go)
 	if res.Reason == supervisor.Signaled && res.Status == supervisor.ExitStatusForSignal(res.Signal) {
 		return signalStatus(res.Signal) // dies of INT and QUIT, after the deferred release

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks/scope"
@@ -79,7 +80,9 @@ func scopeAction(ctx context.Context, c *cli.Command) error {
 		return exitWith(exitCantCreate, err)
 	}
 	be := scopeBackend{file: &scope.Registry{Path: path, Log: log}, req: req, beforeWait: sigs.Wait}
-	return superviseUnderLock(c, log, sigs, nil, be, c.String("name"), argv, func() {})
+	// The run's events (acquired, released) are run's alone: scope's log nowhere.
+	events := &runEvents{log: zerolog.Nop()}
+	return superviseUnderLock(c, log, sigs, events, be, c.String("name"), argv, func() {})
 }
 
 // scopeBackend registers in the scope registry through the run lock's
