@@ -94,16 +94,16 @@ func (l *SlotLock) Env() []string {
 // error, not contention: waiting would not make the two agree.
 var ErrModeMismatch = errors.New("holders disagree about the lock's mode")
 
-// MismatchError names both sides of a mode disagreement.
+// MismatchError names both sides of a mode disagreement by their flags
+// ("--max 3", "--shared").
 type MismatchError struct {
 	RunID      string
-	Want, Have semMeta
+	Want, Have string
 	Holder     Holder
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)",
-		e.RunID, e.Want.flag(), e.Have.flag(), e.Holder.Pid)
+	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)", e.RunID, e.Want, e.Have, e.Holder.Pid)
 }
 
 func (e *MismatchError) Unwrap() error { return ErrModeMismatch }
@@ -142,11 +142,13 @@ type semMeta struct {
 	Slots int     `json:"slots"`
 }
 
-func (m semMeta) flag() string {
-	if m.Mode == ModeShared {
+// flag is how the command line asks for a mode: --shared, or --max N
+// (N 0: --shared).
+func flag(max int) string {
+	if max == 0 {
 		return "--shared"
 	}
-	return "--max " + strconv.Itoa(m.Max)
+	return "--max " + strconv.Itoa(max)
 }
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
@@ -325,7 +327,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 			return nil, nil, err
 		}
 		if len(held) > 0 {
-			return nil, nil, &MismatchError{RunID: runID, Want: want, Have: m, Holder: *held[0]}
+			return nil, nil, &MismatchError{RunID: runID, Want: flag(max), Have: flag(m.Max), Holder: *held[0]}
 		}
 		found = false
 	}
@@ -479,18 +481,17 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 // MaxMismatch is the error of a --max want against running holders of
 // --max have, for backends that keep N elsewhere (etcd).
 func MaxMismatch(runID string, want, have int, holder Holder) error {
-	return &MismatchError{RunID: runID, Want: semMeta{Mode: ModeMax, Max: want}, Have: semMeta{Mode: ModeMax, Max: have}, Holder: holder}
+	return &MismatchError{RunID: runID, Want: flag(want), Have: flag(have), Holder: holder}
 }
 
 // SharedMaxMismatch is the error of --shared against running holders of
 // --max have (shared true), or of --max want against running shared
 // holders (shared false), for backends that keep the mode elsewhere (etcd).
 func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
-	sh, mx := semMeta{Mode: ModeShared}, semMeta{Mode: ModeMax, Max: max}
 	if shared {
-		return &MismatchError{RunID: runID, Want: sh, Have: mx, Holder: holder}
+		return &MismatchError{RunID: runID, Want: flag(0), Have: flag(max), Holder: holder}
 	}
-	return &MismatchError{RunID: runID, Want: mx, Have: sh, Holder: holder}
+	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
 }
 
 // MaxSlots is the largest --max.
