@@ -233,25 +233,7 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	if err != nil {
 		return err
 	}
-	return r.replaceFile(path, path+".tmp."+randomID(), append(data, '\n'), "")
-}
-
-// replaceFile writes data to the new file tmp and renames it over path,
-// so that path never shows a half-written file; point, unless "", marks
-// the moment between the two (at).
-func (r *RunLocker) replaceFile(path, tmp string, data []byte, point string) error {
-	fsys := r.fsys()
-	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
-		return err
-	}
-	if point != "" {
-		r.at(point)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	return nil
+	return r.viaTemp(path, path+".tmp."+randomID(), append(data, '\n'), "sem:after-temp", r.fsys().Rename)
 }
 
 // slotNames are the base names of the lock files of runID's first n slots.
