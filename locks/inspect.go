@@ -27,7 +27,8 @@ const (
 	StateUnreadable LockState = "unreadable" // could not be opened or read (not a regular file, EACCES)
 )
 
-// HolderLiveness is what can be said about a lock's holder from here.
+// HolderLiveness is what can be said about a lock's holder from here: the
+// words of proc.Liveness for a holder whose pid can be checked, else unknown.
 type HolderLiveness string
 
 const (
@@ -189,25 +190,10 @@ func (r *RunLocker) inspectLock(path, key string) LockInfo {
 	case info.Torn:
 		info.State = StateTorn
 	}
-	if v.parseErr == nil {
-		info.Liveness = r.holderLiveness(v.payload)
+	if info.Local { // a pid on this host, boot and pid namespace: it can be checked
+		info.Liveness = HolderLiveness(r.live(info.Pid, info.PidStart).String())
 	}
 	return info
-}
-
-// holderLiveness checks the payload's pid when it names a process on this
-// host, boot and pid namespace; anything else is unknown.
-func (r *RunLocker) holderLiveness(p Payload) HolderLiveness {
-	if !sameKernelView(p, r.self) {
-		return HolderUnknown
-	}
-	switch r.live(p.Pid, p.PidStart) {
-	case Alive:
-		return HolderAlive
-	case Dead:
-		return HolderDead
-	}
-	return HolderReused
 }
 
 // leftoverKind classifies a name that gc may remove. Lock, guard and fence
