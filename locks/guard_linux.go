@@ -28,9 +28,13 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 		return nil, explainDenied(fsys, "guard", path, err)
 	}
 	// Another user's guard (a shared dir) could be held forever: refused
-	// before waiting on it, never a silent wait; root, which may use it,
-	// gives up on it past the bound (below).
-	foreign, err := foreignGuard(f)
+	// before waiting on it, never a silent wait (checkOwned); root, which
+	// may use it, gives up on it past the bound (below) — a guard held that
+	// long by another user is a plant, not a state transition in progress.
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkOwned("guard", path, fi)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -49,8 +53,8 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 		return h.take(), nil
 	case <-timer.C:
 		h.abandon() // the guard is let go as soon as it is granted after all
-		if foreign != nil {
-			return nil, fmt.Errorf("%w, and not granted within %v", foreign, bound)
+		if uid, ok := ownerUID(fi); ok && uid != euid() {
+			return nil, fmt.Errorf("%w, and not granted within %v", &NotOursError{What: "guard", Path: path, UID: uid}, bound)
 		}
 		return nil, fmt.Errorf("%w: %s not granted within %v", ErrGuardBusy, path, bound)
 	}
