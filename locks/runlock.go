@@ -49,7 +49,7 @@ type RunLocker struct {
 
 	self Identity
 	now  func() time.Time
-	live func(pid int, start uint64) Liveness
+	live func(pid int, start uint64) proc.Liveness
 	// probe looks at a tree file (probeTree; tests replace it).
 	probe func(path string) TreeState
 	// shared: Dir is a shared sticky dir (dirsafety.go), set by each
