@@ -44,9 +44,9 @@ const (
 	ModeShared SemMode = "shared" // shared holders, as many as come
 )
 
-// maxSharedSlots bounds the slots of a shared lock (the high-water mark of
-// shared holders at once).
-const maxSharedSlots = 1 << 16
+// MaxSlots is the largest --max, and bounds the slots of a shared lock
+// (the high-water mark of shared holders at once).
+const MaxSlots = 1 << 16
 
 // SlotRunID is the derived run id of slot k of runID.
 func SlotRunID(runID string, mode SemMode, k int) string {
@@ -171,7 +171,7 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 		return semMeta{}, false, err
 	}
 	var m semMeta
-	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
+	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > MaxSlots {
 		return semMeta{}, false, fmt.Errorf("%w: %s (remove it once no holder of run %q runs)", errCorruptMeta, path, runID)
 	}
 	return m, true, nil
@@ -331,7 +331,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 
 	limit := m.Slots
 	if mode == ModeShared {
-		limit = min(m.Slots+1, maxSharedSlots) // every slot in use: one more
+		limit = min(m.Slots+1, MaxSlots) // every slot in use: one more
 	}
 	var held []*Holder
 	for k := 0; k < limit; k++ {
@@ -357,7 +357,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return &SlotLock{Lock: lock, Base: runID, Mode: mode, Slot: k, Max: max}, nil, nil
 	}
 	if mode == ModeShared {
-		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, maxSharedSlots)
+		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, MaxSlots)
 	}
 	return nil, held, nil
 }
@@ -372,15 +372,15 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, maxSharedSlots))
+	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, MaxSlots))
 	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
 		return nil, err
 	}
 	if strings.Contains(runID, "\x00") {
 		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
 	}
-	if max < 0 || max > maxSharedSlots {
-		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", maxSharedSlots)}
+	if max < 0 || max > MaxSlots {
+		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", MaxSlots)}
 	}
 	mode := ModeMax
 	if max == 0 {
@@ -475,6 +475,3 @@ func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error 
 	}
 	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
 }
-
-// MaxSlots is the largest --max.
-const MaxSlots = maxSharedSlots
