@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v3"
@@ -73,12 +74,8 @@ func (b etcdBackend) Acquire(ctx context.Context, runID string, wait time.Durati
 
 // etcdLocker reads the etcd flags and credentials.
 func etcdLocker(c *cli.Command, log zerolog.Logger) (*etcdlock.Locker, error) {
-	var endpoints []string
-	for _, ep := range strings.Split(c.String("endpoints"), ",") {
-		if ep = strings.TrimSpace(ep); ep != "" {
-			endpoints = append(endpoints, ep)
-		}
-	}
+	// Comma-separated; blanks around an endpoint and empty ones are dropped.
+	endpoints := strings.FieldsFunc(c.String("endpoints"), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	if len(endpoints) == 0 {
 		return nil, usageError("--backend etcd needs --endpoints URL[,URL...] (or $WITHLOCK_ETCD_ENDPOINTS)")
 	}

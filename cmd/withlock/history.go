@@ -35,7 +35,7 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 	}
 	h := &runHistory{
 		log: log, write: writer(c, runID),
-		base: history.Record{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")},
+		base: history.Record{Run: history.Run{Kind: history.KindRun, RunID: runID, Pid: os.Getpid(), Command: strings.Join(argv, " "), Shared: c.Bool("shared")}},
 	}
 	if b, ok := be.(fileBackend); ok {
 		b.locker.OnReclaim = h.reclaimed
@@ -78,9 +78,9 @@ func (h *runHistory) reclaimed(p locks.Payload) {
 	if p.Pid == 0 {
 		return // not a payload withlock can name a run by (corrupt, foreign)
 	}
-	h.unobservedRuns = append(h.unobservedRuns, history.Record{Kind: history.KindRun, RunID: h.base.RunID,
+	h.unobservedRuns = append(h.unobservedRuns, history.Record{Run: history.Run{Kind: history.KindRun, RunID: h.base.RunID,
 		StartedAt: p.CreatedAt, Result: history.ResultUnobserved, Pid: p.Pid, Host: p.Host,
-		FencingToken: p.FencingToken, Command: p.Command})
+		FencingToken: p.FencingToken, Command: p.Command}})
 }
 
 type historyBackend struct {

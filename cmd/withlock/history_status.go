@@ -85,8 +85,8 @@ func addHistory(st *statusReport, byID map[string]runRecords, free func(runID st
 		case l.State == "held":
 			running[l.RunID] = max(running[l.RunID], l.CreatedAt)
 		case l.State == "stale" && l.Pid != 0:
-			h.recs = append(h.recs, history.Record{Kind: history.KindRun, RunID: l.RunID, StartedAt: l.CreatedAt,
-				Result: history.ResultUnobserved, Pid: l.Pid, Host: l.Host, FencingToken: l.FencingToken, Command: l.Command})
+			h.recs = append(h.recs, history.Record{Run: history.Run{Kind: history.KindRun, RunID: l.RunID, StartedAt: l.CreatedAt,
+				Result: history.ResultUnobserved, Pid: l.Pid, Host: l.Host, FencingToken: l.FencingToken, Command: l.Command}})
 		}
 		byID[l.RunID], locked[l.RunID] = h, true
 	}

@@ -22,11 +22,11 @@ func TestStatusHistory(t *testing.T) {
 	zero, three := 0, 3
 	host, _ := os.Hostname()
 	for _, rec := range []history.Record{
-		{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 7200, EndedAt: now - 7190, Result: history.ResultExit, ExitCode: &zero, Pid: 11, Host: host},
-		{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 3600, EndedAt: now - 3500, Result: history.ResultExit, ExitCode: &three, Pid: 12, Host: host},
-		{Kind: history.KindRefused, RunID: "nightly", At: now - 3550},
-		{Kind: history.KindRefused, RunID: "nightly", At: now - 30},
-		{Kind: history.KindRefused, RunID: "nightly", At: now - 20},
+		{Run: history.Run{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 7200, EndedAt: now - 7190, Result: history.ResultExit, ExitCode: &zero, Pid: 11, Host: host}},
+		{Run: history.Run{Kind: history.KindRun, RunID: "nightly", StartedAt: now - 3600, EndedAt: now - 3500, Result: history.ResultExit, ExitCode: &three, Pid: 12, Host: host}},
+		{Run: history.Run{Kind: history.KindRefused, RunID: "nightly"}, At: now - 3550},
+		{Run: history.Run{Kind: history.KindRefused, RunID: "nightly"}, At: now - 30},
+		{Run: history.Run{Kind: history.KindRefused, RunID: "nightly"}, At: now - 20},
 	} {
 		if err := history.Append(path, rec); err != nil {
 			t.Fatal(err)
@@ -63,8 +63,8 @@ func TestStatusHistory(t *testing.T) {
 	if err := os.Remove(r.LockPath("nightly")); err != nil {
 		t.Fatal(err)
 	}
-	if err := history.Append(history.File(r.Dir, "weekly"), history.Record{Kind: history.KindRun, RunID: "weekly",
-		StartedAt: now - 100, EndedAt: now - 90, Result: history.ResultSignal, ExitCode: &three, Signal: "SIGTERM"}); err != nil {
+	if err := history.Append(history.File(r.Dir, "weekly"), history.Record{Run: history.Run{Kind: history.KindRun, RunID: "weekly",
+		StartedAt: now - 100, EndedAt: now - 90, Result: history.ResultSignal, ExitCode: &three, Signal: "SIGTERM"}}); err != nil {
 		t.Fatal(err)
 	}
 	st = gatherStatus(r, nil, scope)

@@ -129,13 +129,6 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 	if err := c.awaitTurn(ctx, start, wait); err != nil {
 		return nil, err
 	}
-	if c.slots != "" {
-		// An exclusive holder: with our key in RUN_ID's mutex no new --max
-		// slot is taken; wait for the slot holders already in.
-		if err := c.awaitNoSlots(ctx, start, wait); err != nil { // semaphore.go
-			return nil, err
-		}
-	}
 	c.restamp(ctx)
 	return c.held(), nil
 }
@@ -163,11 +156,11 @@ type contender struct {
 	// when the slot's key is created (semaphore.go, mixRule).
 	guard string
 	// slots (an exclusive holder of RUN_ID): the range of RUN_ID's --max
-	// slots, read with the key's creation; slotHolder is its oldest key
-	// then (nil: none), read at slotRev.
-	slots      string
-	slotHolder *Owner
-	slotRev    int64
+	// slots, read with the key's creation and with every look at the
+	// queue; slotKeys is what it held then, oldest first. With our key in
+	// RUN_ID's mutex no new slot is taken: we wait for these to go too.
+	slots    string
+	slotKeys []*mvccpb.KeyValue
 	// sizeKey (a --max slot): RUN_ID's size key, which must hold size
 	// when the slot's key is created.
 	sizeKey, size string
@@ -228,16 +221,10 @@ func (c *contender) enqueue(ctx context.Context) error {
 		}
 		return errSizeChanged
 	}
-	if c.slots != "" {
-		c.slotRev = resp.Header.Revision
-		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
-			c.slotHolder = c.l.slotOwnerFromKV(kvs[0])
-		}
-	}
 	c.token = resp.Header.Revision
 	c.enqueuedRev = resp.Header.Revision
 	c.queuedAt = time.Now()
-	c.setOlder(resp.Responses[1].GetResponseRange().Kvs)
+	c.setOlder(resp.Responses[1:])
 	return nil
 }
 

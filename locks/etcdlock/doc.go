@@ -15,7 +15,8 @@
 // transaction of withlock's own, the same as the Mutex's; with no wait a
 // loser deletes its key (TryLock), with --wait it watches the queue for
 // deletions until no key older than its own is left, as Mutex.Lock does
-// (one wait loop, awaitGone, serves exclusive, shared and --max holders).
+// (one wait loop, awaitTurn, serves exclusive and shared holders; an
+// exclusive one waits there for the run id's --max slot holders too).
 // Release revokes the lease, which deletes the key with it.
 //
 // What withlock adds to the recipe:

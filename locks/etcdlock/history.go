@@ -37,7 +37,7 @@ func (l *Locker) AppendHistory(ctx context.Context, runID string, recs ...histor
 	return l.query(ctx, func(ctx context.Context, cl *clientv3.Client) error {
 		var puts []clientv3.Op
 		for _, rec := range recs {
-			data, err := json.Marshal(rec)
+			data, err := rec.Marshal()
 			if err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ func boundHistory(ctx context.Context, cl *clientv3.Client, prefix string) error
 	bounded := history.Bound(recs)
 	kept := map[string]bool{}
 	for _, rec := range bounded[1:] {
-		data, _ := json.Marshal(rec) // as it was put
+		data, _ := rec.Marshal() // as it was put
 		kept[string(data)] = true
 	}
 	totals, err := json.Marshal(bounded[0])

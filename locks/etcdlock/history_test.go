@@ -24,10 +24,10 @@ func TestHistoryBoundedAndCounted(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				code := i % 3
-				rec := history.Record{Kind: history.KindRun, RunID: "a/b", StartedAt: float64(w*each + i + 1), EndedAt: float64(w*each + i + 2),
-					Result: history.ResultExit, ExitCode: &code}
+				rec := history.Record{Run: history.Run{Kind: history.KindRun, RunID: "a/b", StartedAt: float64(w*each + i + 1), EndedAt: float64(w*each + i + 2),
+					Result: history.ResultExit, ExitCode: &code}}
 				if i%7 == 0 {
-					rec = history.Record{Kind: history.KindRefused, RunID: "a/b", At: float64(w*each + i + 1), Reason: "conflict"}
+					rec = history.Record{Run: history.Run{Kind: history.KindRefused, RunID: "a/b"}, At: float64(w*each + i + 1), Reason: "conflict"}
 				}
 				if err := l.AppendHistory(context.Background(), "a/b", rec); err != nil {
 					t.Error(err)

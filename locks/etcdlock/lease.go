@@ -18,10 +18,11 @@ import (
 // came for the TTL minus a safety margin (lostAfter). The margin makes
 // withlock give the lock up before the server can hand it on.
 type lease struct {
-	id     clientv3.LeaseID
-	ttl    time.Duration // granted: the server may raise the one asked for
-	lost   chan struct{}
-	err    error              // why, set before lost is closed
+	id  clientv3.LeaseID
+	ttl time.Duration // granted: the server may raise the one asked for
+	// lost ends when the lease must be presumed gone; its cause says why.
+	lost   context.Context
+	fail   context.CancelCauseFunc
 	cancel context.CancelFunc // ends the keepalive
 	done   chan struct{}
 }
@@ -45,7 +46,8 @@ func (l *Locker) grantLease(ctx context.Context, cl *clientv3.Client) (*lease, e
 		revokeBounded(cl, grant.ID)
 		return nil, err
 	}
-	w := &lease{id: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, lost: make(chan struct{}), cancel: stop, done: make(chan struct{})}
+	w := &lease{id: grant.ID, ttl: time.Duration(grant.TTL) * time.Second, cancel: stop, done: make(chan struct{})}
+	w.lost, w.fail = context.WithCancelCause(context.Background())
 	go w.run(kctx, answers, renewed, l.Grace)
 	return w, nil
 }
@@ -88,11 +90,6 @@ func (w *lease) run(ctx context.Context, answers <-chan *clientv3.LeaseKeepAlive
 			return
 		}
 	}
-}
-
-func (w *lease) fail(err error) {
-	w.err = err
-	close(w.lost)
 }
 
 // stop ends the keepalive and the watch, and waits for it.

@@ -33,9 +33,9 @@ type Lock struct {
 	named string
 	env   []string
 
-	lostMu        sync.Mutex
-	lostErr       error  // what Heartbeat reported, if it did
-	stopHeartbeat func() // Heartbeat's stop, if it runs
+	lostErr       error      // what Heartbeat reported, if it did
+	lostMu        sync.Mutex // guards stopHeartbeat
+	stopHeartbeat func()     // Heartbeat's stop, if it runs
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -72,27 +72,17 @@ func (k *Lock) Heartbeat() (lost <-chan error, stop func()) {
 	go func() {
 		defer close(done)
 		// The key watch ends at once when the lease is lost.
-		wctx, wcancel := context.WithCancel(ctx)
-		defer wcancel()
-		go func() {
-			select {
-			case <-k.lease.lost:
-				wcancel()
-			case <-wctx.Done():
-			}
-		}()
-		err := k.watchKey(wctx)
-		if isClosed(k.lease.lost) {
-			err = k.lease.err
+		defer context.AfterFunc(k.lease.lost, cancel)()
+		err := k.watchKey(ctx)
+		if k.lease.lost.Err() != nil {
+			err = context.Cause(k.lease.lost)
 		}
 		if err == nil {
 			return // stopped
 		}
-		err = fmt.Errorf("%w: etcd key %s: %w", locks.ErrLost, k.Key, err)
-		k.lostMu.Lock()
-		k.lostErr = err
-		k.lostMu.Unlock()
-		ch <- err
+		// Read by release only once this goroutine is done.
+		k.lostErr = fmt.Errorf("%w: etcd key %s: %w", locks.ErrLost, k.Key, err)
+		ch <- k.lostErr
 	}()
 	stop = func() { cancel(); <-done }
 	k.lostMu.Lock()

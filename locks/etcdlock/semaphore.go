@@ -108,11 +108,9 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			case err != nil || lock != nil:
 				return lock, k, err
 			}
-			held := make([]locks.Holder, len(owners))
-			for k, o := range owners {
-				if o.Holder != nil {
-					held[k] = *o.Holder
-				}
+			var held []locks.Holder
+			for _, o := range owners {
+				held = append(held, holderOf(o))
 			}
 			report = l.reporter(owners[0], start)
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
@@ -120,16 +118,9 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		switch woke, err := awaitDelete(wctx, cl, watch, rev+1, report); {
-		case ctx.Err() != nil:
+		awaitDelete(wctx, cl, watch, rev+1, report, &pause)
+		if ctx.Err() != nil {
 			return nil, 0, context.Cause(ctx)
-		case woke:
-			pause = 100 * time.Millisecond
-		case err != nil:
-			// The cluster ended the watch: look again after a pause (or
-			// once the wait has run out).
-			sleep(wctx, pause, 0)
-			pause = min(2*pause, 2*time.Second)
 		}
 	}
 }
@@ -199,33 +190,6 @@ func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
 	return ownerFromKV(id, kv)
 }
 
-// awaitNoSlots is the second half of an exclusive acquisition of runID:
-// with its mutex held (so no new slot is taken) it waits until no --max
-// slot holder is left, the wait (counted from start) runs out — the error
-// names a slot holder — ctx ends, or the lease is lost. It watches the
-// slots' range from the revision enqueue read it at: no polling, and a
-// holder that left while we queued wakes it at once.
-func (c *contender) awaitNoSlots(ctx context.Context, start time.Time, wait time.Duration) error {
-	if c.slotHolder == nil {
-		return nil
-	}
-	return c.awaitGone(ctx, start, wait, " for the --max slot holders", c.slots, c.slotRev,
-		func() *Owner { return c.slotHolder },
-		func(wctx context.Context) (int64, error) {
-			rctx, rcancel := c.l.rpc(wctx)
-			resp, err := c.cl.Get(rctx, c.slots, clientv3.WithFirstCreate()...)
-			rcancel()
-			if err != nil {
-				return 0, err
-			}
-			c.slotRev, c.slotHolder = resp.Header.Revision, nil
-			if len(resp.Kvs) > 0 {
-				c.slotHolder = c.l.slotOwnerFromKV(resp.Kvs[0])
-			}
-			return c.slotRev, nil
-		})
-}
-
 // heldOwner is the owner an Acquire's ErrHeld names.
 func heldOwner(err error) *Owner {
 	var he *locks.HeldError
@@ -275,10 +239,12 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 }
 
 // awaitDelete watches the keys under prefix from revision rev until one is
-// deleted (woke true), ctx ends, or the cluster ends the watch (err says
-// why). report is called once at the start and then about once a second,
-// without asking the cluster.
-func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func()) (woke bool, err error) {
+// deleted, ctx ends, or the cluster ends the watch: then it pauses for
+// *pause, which doubles (to 2 s at most) until a watch sees a deletion
+// again, so a cluster that keeps ending watches is not asked in a busy
+// loop. report is called once at the start and then about once a second,
+// without asking the cluster. The caller looks again either way.
+func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev int64, report func(), pause *time.Duration) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	events := cl.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut())
@@ -289,20 +255,18 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 		select {
 		case resp, ok := <-events:
 			switch {
-			case !ok:
-				if ctx.Err() != nil {
-					return false, nil
-				}
-				return false, errors.New("watch closed")
-			case resp.Canceled || resp.Err() != nil:
-				return false, fmt.Errorf("watch cancelled: %w", resp.Err())
+			case !ok || resp.Canceled || resp.Err() != nil:
+				sleep(ctx, *pause, 0)
+				*pause = min(*pause*2, 2*time.Second)
+				return
 			case len(resp.Events) > 0:
-				return true, nil
+				*pause = 100 * time.Millisecond
+				return
 			}
 		case <-tick.C:
 			report()
 		case <-ctx.Done():
-			return false, nil
+			return
 		}
 	}
 }
@@ -310,41 +274,38 @@ func awaitDelete(ctx context.Context, cl *clientv3.Client, prefix string, rev in
 // agreeMax records max as runID's size, or checks that it is the recorded
 // one. While no slot key exists at all the size is ours to set (a slot of
 // another size taken meanwhile keeps its size: its transaction compares
-// the size's value); while one is held, a different recorded size is a
-// mismatch naming its holder.
+// the size's value, and AcquireSlot agrees again); while one is held, a
+// different recorded size is a mismatch naming its holder.
 func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string, max int) error {
 	key, want, slots := l.maxKey(runID), strconv.Itoa(max), l.slotsPrefix(runID)
-	for range 3 {
-		rctx, cancel := l.rpc(ctx)
-		resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
-			Then(clientv3.OpPut(key, want)).
-			Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
-		cancel()
-		if err != nil {
-			return l.unavailable(err)
-		}
-		if resp.Succeeded {
-			return nil
-		}
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		switch {
-		case len(kvs) > 0 && string(kvs[0].Value) == want:
-			return nil
-		case len(kvs) > 0:
-			have, _ := strconv.Atoi(string(kvs[0].Value))
-			slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
-			return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
-		}
-		// Slots held and no size recorded: record ours, unless another
-		// holder just did, and look again.
-		rctx, cancel = l.rpc(ctx)
-		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
-		cancel()
-		if err != nil {
-			return l.unavailable(err)
-		}
+	rctx, cancel := l.rpc(ctx)
+	defer cancel()
+	resp, err := cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(key, want)).
+		Else(clientv3.OpGet(key), clientv3.OpGet(slots, clientv3.WithFirstCreate()...)).Commit()
+	if err != nil {
+		return l.unavailable(err)
 	}
-	return l.unavailable(fmt.Errorf("run %q: the size of its semaphore (%s) keeps changing", runID, key))
+	if resp.Succeeded {
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	switch {
+	case len(kvs) == 0:
+		// Slots held and no size recorded: record ours, unless another
+		// holder just did (then our slot's transaction fails, and we agree
+		// again).
+		_, err = cl.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, want)).Commit()
+		if err != nil {
+			return l.unavailable(err)
+		}
+		return nil
+	case string(kvs[0].Value) == want:
+		return nil
+	}
+	have, _ := strconv.Atoi(string(kvs[0].Value))
+	slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
+	return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // MaxOf is the size recorded for runID's semaphore (run --max); found is

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -89,71 +90,61 @@ func holderOf(o *Owner) locks.Holder {
 
 // blocker is who is in the way of the contender, nil when none is (then
 // the lock is ours): for an exclusive contender the oldest key queued
-// before its own, as concurrency.Mutex waits for every older key; for a
-// shared one the oldest exclusive key queued before its own.
+// before its own, as concurrency.Mutex waits for every older key, and then
+// the oldest --max slot holder of the run id; for a shared one the oldest
+// exclusive key queued before its own.
 func (c *contender) blocker() *Owner {
 	for _, kv := range c.older {
 		if o := ownerFromKV(c.runID, kv); !c.shared || !o.Shared {
 			return o
 		}
 	}
+	if len(c.slotKeys) > 0 {
+		return c.l.slotOwnerFromKV(c.slotKeys[0])
+	}
 	return nil
 }
 
-// awaitTurn waits until no key in the way (blocker) is left, the wait runs
-// out (the one in the way is named), ctx ends, or the lease is lost.
-// enqueue has read the keys older than ours.
-func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Duration) error {
-	return c.awaitGone(ctx, start, wait, "", c.l.queuePrefix(c.runID), c.enqueuedRev, c.blocker, c.readOlder)
-}
-
-// awaitGone waits until blocker names no one in the way, the wait (from
+// awaitTurn waits until nobody is in the way (blocker), the wait (from
 // start; 0: do not wait) runs out (the error names the one in the way),
-// ctx ends, or the lease is lost (what says what was awaited). Between two
-// looks it watches prefix, from the revision the last look read at, for a
-// deletion (no polling: a pause only when the cluster ends the watch), and
-// reread looks again, returning the revision it read at.
-func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Duration, what, prefix string,
-	rev int64, blocker func() *Owner, reread func(context.Context) (int64, error)) error {
+// ctx ends, or the lease is lost. enqueue has read the keys in the way.
+// Between two looks it watches the run id's keys (its mutex's, and its
+// slots' for an exclusive contender) for a deletion from the revision the
+// last look read at: no polling, a pause only when the cluster ends the
+// watch.
+func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Duration) error {
+	prefix := c.l.queuePrefix(c.runID)
+	if c.slots != "" {
+		// Both ranges: the mutex name is a prefix of the slots' range too
+		// (other run ids under it only wake us for nothing).
+		prefix = c.l.MutexName(c.runID)
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	if wait > 0 {
 		wctx, cancel = context.WithDeadline(ctx, start.Add(wait))
 	}
 	defer cancel()
-	go func() {
-		select {
-		case <-c.lease.lost:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
+	defer context.AfterFunc(c.lease.lost, cancel)()
+	rev := c.enqueuedRev
 	pause := 100 * time.Millisecond
 	for {
-		b := blocker()
+		b := c.blocker()
 		if b == nil {
 			return nil
 		}
 		if wait == 0 {
 			return heldError(c.runID, b, time.Now())
 		}
-		woke, werr := awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start))
+		awaitDelete(wctx, c.cl, prefix, rev+1, c.l.reporter(b, start), &pause)
 		switch {
-		case isClosed(c.lease.lost):
-			return fmt.Errorf("while waiting%s: %w", what, c.lease.err)
+		case c.lease.lost.Err() != nil:
+			return fmt.Errorf("while waiting: %w", context.Cause(c.lease.lost))
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
 		case wctx.Err() != nil:
 			return heldError(c.runID, b, time.Now())
-		case !woke && werr != nil:
-			// The cluster ended the watch: look again after a pause.
-			if !sleep(wctx, pause, 0) {
-				continue
-			}
-			pause = min(2*pause, 2*time.Second)
-		default:
-			pause = 100 * time.Millisecond
 		}
-		r, err := reread(wctx)
+		r, err := c.readOlder(wctx)
 		if err != nil {
 			if wctx.Err() != nil {
 				continue
@@ -164,27 +155,34 @@ func (c *contender) awaitGone(ctx context.Context, start time.Time, wait time.Du
 	}
 }
 
-// readOlder reads the keys queued before ours again, oldest first, and
-// returns the revision read at.
+// readOlder reads the keys in the way again (queued before ours, oldest
+// first; and the slots' keys) and returns the revision read at.
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
+	ops := []clientv3.Op{clientv3.OpGet(c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)}
+	if c.slots != "" {
+		ops = append(ops, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
+	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Get(rctx, c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)
+	resp, err := c.cl.Txn(rctx).Then(ops...).Commit()
 	if err != nil {
 		return 0, err
 	}
-	c.setOlder(resp.Kvs)
+	c.setOlder(resp.Responses)
 	return resp.Header.Revision, nil
 }
 
-// setOlder keeps the keys of kvs (the mutex's, oldest first) queued before
-// ours.
-func (c *contender) setOlder(kvs []*mvccpb.KeyValue) {
+// setOlder keeps the keys in the way from a read of the mutex's keys
+// (oldest first) and, for an exclusive contender, the slots' keys.
+func (c *contender) setOlder(resps []*etcdserverpb.ResponseOp) {
 	c.older = nil
-	for _, kv := range kvs {
+	for _, kv := range resps[0].GetResponseRange().Kvs {
 		if kv.CreateRevision < c.token {
 			c.older = append(c.older, kv)
 		}
+	}
+	if c.slots != "" {
+		c.slotKeys = resps[1].GetResponseRange().Kvs
 	}
 }
 
@@ -192,13 +190,4 @@ func (c *contender) setOlder(kvs []*mvccpb.KeyValue) {
 // oldest (lowest create revision) first.
 func withQueueOrder(opts ...clientv3.OpOption) []clientv3.OpOption {
 	return append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)}, opts...)
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

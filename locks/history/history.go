@@ -59,11 +59,28 @@ const (
 // Suffix ends the name of a history file.
 const Suffix = ".runs"
 
-// Record is one line of the file: a run, a refused start (At, Reason,
+// Record is one line of the file: a run (Run), a refused start (At, Reason,
 // Holder) or the totals of a compaction (Runs, Conflicts, Skipped since
 // SkippedSince). Kind is its first field: a line glued to a torn one is
 // found again by it (Parse).
 type Record struct {
+	Run
+
+	At     float64 `json:"at,omitempty"`
+	Reason string  `json:"reason,omitempty"` // conflict | wait
+	Holder *Holder `json:"holder,omitempty"`
+
+	Runs         map[string]int `json:"runs,omitempty"`
+	Conflicts    int            `json:"conflicts,omitempty"`
+	Skipped      int            `json:"skipped,omitempty"`
+	SkippedSince float64        `json:"skipped_since,omitempty"`
+}
+
+// Run is the part of a Record that a run's line holds, and the kind and
+// run id of every line. A run's record is written as its Run alone: the
+// same line, and encoding/json builds the encoder of this smaller type on
+// the run's way out, not of Record's.
+type Run struct {
 	Kind         string  `json:"kind"`
 	RunID        string  `json:"run_id"`
 	StartedAt    float64 `json:"started_at,omitempty"`
@@ -78,15 +95,6 @@ type Record struct {
 	Command      string  `json:"command,omitempty"`
 	Slot         *int    `json:"slot,omitempty"`
 	Shared       bool    `json:"shared,omitempty"`
-
-	At     float64 `json:"at,omitempty"`
-	Reason string  `json:"reason,omitempty"` // conflict | wait
-	Holder *Holder `json:"holder,omitempty"`
-
-	Runs         map[string]int `json:"runs,omitempty"`
-	Conflicts    int            `json:"conflicts,omitempty"`
-	Skipped      int            `json:"skipped,omitempty"`
-	SkippedSince float64        `json:"skipped_since,omitempty"`
 }
 
 // Holder is who held the lock when a start was refused.
@@ -100,6 +108,14 @@ type Holder struct {
 // lock, under the same key.
 func File(dir, runID string) string {
 	return filepath.Join(dir, locks.Key(runID)+Suffix)
+}
+
+// Marshal is rec as a line of the file holds it (without the newline).
+func (rec Record) Marshal() ([]byte, error) {
+	if rec.Kind == KindRun {
+		return json.Marshal(rec.Run)
+	}
+	return json.Marshal(rec)
 }
 
 // Epoch is t as the files write it: seconds since 1970, a float.
@@ -120,7 +136,7 @@ const lockBound = time.Second
 func Append(path string, recs ...Record) error {
 	var buf []byte
 	for _, rec := range recs {
-		line, err := json.Marshal(rec)
+		line, err := rec.Marshal()
 		if err != nil {
 			return err
 		}

@@ -15,8 +15,8 @@ import (
 func code(n int) *int { return &n }
 
 func runRec(i int, result string, exit int) Record {
-	return Record{Kind: KindRun, RunID: "job", StartedAt: float64(1000 + 2*i), EndedAt: float64(1001 + 2*i),
-		Result: result, ExitCode: code(exit), Pid: 100 + i, Host: "h"}
+	return Record{Run: Run{Kind: KindRun, RunID: "job", StartedAt: float64(1000 + 2*i), EndedAt: float64(1001 + 2*i),
+		Result: result, ExitCode: code(exit), Pid: 100 + i, Host: "h"}}
 }
 
 func lines(t *testing.T, path string) int {
@@ -36,7 +36,7 @@ func TestAppendRead(t *testing.T) {
 	if err := Append(path, runRec(0, ResultExit, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Append(path, Record{Kind: KindRefused, RunID: "job", At: 2000, Reason: "conflict", Holder: &Holder{Pid: 7}}); err != nil {
+	if err := Append(path, Record{Run: Run{Kind: KindRefused, RunID: "job"}, At: 2000, Reason: "conflict", Holder: &Holder{Pid: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -84,7 +84,7 @@ func TestBoundedAfterTenThousand(t *testing.T) {
 	for i := 0; i < 10000; i++ {
 		rec := runRec(i, ResultExit, i%2)
 		if i%10 == 0 {
-			rec = Record{Kind: KindRefused, RunID: "job", At: float64(1000 + 2*i)}
+			rec = Record{Run: Run{Kind: KindRefused, RunID: "job"}, At: float64(1000 + 2*i)}
 		}
 		if err := Append(path, rec); err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func TestSkippedSurvivesRewrite(t *testing.T) {
 	path := File(t.TempDir(), "job")
 	Append(path, runRec(0, ResultExit, 0))
 	for i := 0; i < 3*MaxLines; i++ {
-		Append(path, Record{Kind: KindRefused, RunID: "job", At: float64(5000 + i)})
+		Append(path, Record{Run: Run{Kind: KindRefused, RunID: "job"}, At: float64(5000 + i)})
 	}
 	recs, _, _ := Read(path)
 	s := Summarize(recs)
@@ -127,7 +127,7 @@ func TestSkippedSurvivesRewrite(t *testing.T) {
 // success.
 func TestAppendSeveral(t *testing.T) {
 	path := File(t.TempDir(), "job")
-	unobserved := Record{Kind: KindRun, RunID: "job", StartedAt: 5, Result: ResultUnobserved, Pid: 9, FencingToken: 4}
+	unobserved := Record{Run: Run{Kind: KindRun, RunID: "job", StartedAt: 5, Result: ResultUnobserved, Pid: 9, FencingToken: 4}}
 	if err := Append(path, runRec(0, ResultExit, 0), unobserved, runRec(3, ResultExit, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestConcurrentAppends(t *testing.T) {
 			for i := 0; i < 50; i++ {
 				rec := runRec(w*50+i, ResultSignal, 0)
 				if i%5 == 0 {
-					rec = Record{Kind: KindRefused, RunID: "job", At: 1}
+					rec = Record{Run: Run{Kind: KindRefused, RunID: "job"}, At: 1}
 				}
 				if err := Append(path, rec); err != nil {
 					errs <- err

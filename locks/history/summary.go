@@ -71,7 +71,7 @@ func Summarize(recs []Record) Summary {
 func Bound(recs []Record) []Record {
 	s := Summarize(recs)
 	drop := max(0, len(s.Runs)-KeepRuns)
-	totals := Record{Kind: KindTotals, RunID: recs[0].RunID, Runs: map[string]int{},
+	totals := Record{Run: Run{Kind: KindTotals, RunID: recs[0].RunID}, Runs: map[string]int{},
 		Conflicts: s.Conflicts - min(len(s.refused), KeepRefused), Skipped: s.Skipped, SkippedSince: s.LastStart}
 	maps.Copy(totals.Runs, s.totals.Runs)
 	for _, rec := range s.Runs[:drop] {
