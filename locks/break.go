@@ -16,10 +16,9 @@ var ErrNoLock = errors.New("no lock")
 // LiveHolderError is Break's refusal: the holder is alive, or nothing says
 // it is not (another host, a fresh torn file). It matches ErrHeld.
 type LiveHolderError struct {
-	RunID    string
-	Holder   Holder
-	Liveness HolderLiveness
-	At       time.Time
+	RunID  string
+	Holder Holder // Local and not Orphaned: alive on this host
+	At     time.Time
 }
 
 func (e *LiveHolderError) Error() string {
@@ -29,7 +28,7 @@ func (e *LiveHolderError) Error() string {
 		return fmt.Sprintf("run %q is held by %s", e.RunID, e.Holder.Describe(e.At))
 	case e.Holder.Torn:
 		where = "too fresh to call corrupt"
-	case e.Liveness != HolderAlive:
+	case !e.Holder.Local:
 		where = "not on this host, so its liveness is unknown, and the lock has not expired"
 	}
 	return fmt.Sprintf("run %q is held by %s, %s", e.RunID, e.Holder.Describe(e.At), where)
@@ -61,7 +60,8 @@ func (r *RunLocker) Break(runID string, force bool) (*Broken, error) {
 // BreakHolder moves the lock of runID aside, alive holder or not, but only
 // while it still carries lockID: once that holder released it, a new
 // holder's lock is never touched (ErrNoLock). It is the last step of
-// `withlock break --signal`, after the holder had its chance to leave.
+// `withlock break --signal`, after the holder had its chance to leave
+// (AwaitRelease).
 func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
 	return r.breakLock(runID, true, lockID)
 }
@@ -70,7 +70,8 @@ func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
 func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken, error) {
 	files := r.files(runID)
 	lockPath := files.lock
-	if _, err := r.fsys().Lstat(lockPath); errors.Is(err, fs.ErrNotExist) {
+	fi, err := r.fsys().Lstat(lockPath)
+	if errors.Is(err, fs.ErrNotExist) {
 		// Checked before the guard so that breaking a free run id does not
 		// leave a guard file (or a directory) behind.
 		return nil, fmt.Errorf("%w for run %q", ErrNoLock, runID)
@@ -91,11 +92,8 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 		return nil, fmt.Errorf("%w (--force moves it aside unread)", err)
 	case err != nil:
 		// Unreadable (a FIFO, a symlink, a file we may not open): moved
-		// aside by its inode, as a corrupt lock.
-		fi, lerr := r.fsys().Lstat(lockPath)
-		if lerr != nil {
-			return nil, lerr
-		}
+		// aside by the inode seen before the guard, as a corrupt lock (one
+		// replaced since is put back, see moveLockAside).
 		v = lockView{path: lockPath, parseErr: err, modTime: fi.ModTime(), ino: inode(fi), fi: fi}
 	}
 	verdict := r.judge(v)
@@ -106,7 +104,7 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 	reason := verdict.Reason
 	if reason == NotStale && !force {
 		h.FindPids()
-		return nil, &LiveHolderError{RunID: runID, Holder: *h, Liveness: r.holderLiveness(v.payload), At: r.now()}
+		return nil, &LiveHolderError{RunID: runID, Holder: *h, At: r.now()}
 	}
 	if err := checkOwned("lock file", lockPath, v.fi); err != nil {
 		return nil, err
@@ -157,17 +155,6 @@ func (r *RunLocker) moveLockAside(lockPath string, ino uint64) (string, error) {
 	return "", fmt.Errorf("move %s aside: too many stale files for one second", lockPath)
 }
 
-// AwaitTreeEnd waits until nothing holds the tree file of h (an orphaned
-// holder found by Break) any more, or ctx ends (its cause is returned). It
-// blocks on the tree file's flock, so it wakes the moment the last process
-// of the tree exits.
-func (r *RunLocker) AwaitTreeEnd(ctx context.Context, h *Holder) error {
-	if h.TreeFile == "" {
-		return nil
-	}
-	return waitTreeEnd(ctx, h.TreeFile)
-}
-
 // waitTreeEnd waits until nothing holds the tree file at path, or ctx ends
 // (its cause is returned).
 func waitTreeEnd(ctx context.Context, path string) error {
@@ -183,18 +170,19 @@ func waitTreeEnd(ctx context.Context, path string) error {
 	}
 }
 
-// AwaitRelease waits until the lock file of runID no longer carries lockID
-// — released, reclaimed, broken or taken over — or its holder on this host
-// is dead (the lock is then stale), or ctx ends (its cause is returned).
-// It is the one wait loop of Acquire (wait.go), with its wake-ups: the lock
-// file removed or renamed (inotify), the holder gone (pidfd), its tree
-// ended.
-func (r *RunLocker) AwaitRelease(ctx context.Context, runID, lockID string) error {
+// AwaitRelease waits up to wait for the lock of runID to stop being the
+// acquisition lockID's: released, reclaimed, broken or taken over, or no
+// longer held — its holder on this host dead and nothing of its command's
+// tree left (the lock is then stale). When the wait runs out it returns a
+// *HeldError. It is the one wait loop of Acquire (wait.go), with its
+// wake-ups: the lock file removed or renamed (inotify), the holder gone
+// (pidfd), its tree ended (the tree file's flock).
+func (r *RunLocker) AwaitRelease(runID, lockID string, wait time.Duration) error {
 	lockPath := r.LockPath(runID)
-	return r.loop(ctx, waitFor{
+	return r.loop(context.Background(), waitFor{
 		runID: runID,
 		start: r.now(),
-		wait:  -1,
+		wait:  wait,
 		names: []string{filepath.Base(lockPath)},
 		try: func() (bool, []*Holder, error) {
 			v, err := r.read(lockPath)
@@ -204,15 +192,11 @@ func (r *RunLocker) AwaitRelease(ctx context.Context, runID, lockID string) erro
 			if err != nil {
 				return false, nil, err
 			}
-			if v.parseErr == nil {
-				if v.payload.LockID != lockID {
-					return true, nil, nil
-				}
-				if l := r.holderLiveness(v.payload); l == HolderDead || l == HolderReused {
-					return true, nil, nil
-				}
+			verdict := r.judge(v)
+			if !verdict.Held() || v.parseErr == nil && v.payload.LockID != lockID {
+				return true, nil, nil
 			}
-			return false, []*Holder{r.holder(lockPath, v, r.judge(v))}, nil
+			return false, []*Holder{r.holder(lockPath, v, verdict)}, nil
 		},
 	})
 }

@@ -1,7 +1,6 @@
 package locks
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -158,19 +157,13 @@ func TestAwaitReleaseWakesOnHolderExit(t *testing.T) {
 		t.Fatal("holder did not report a lock")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	err = r.AwaitRelease(ctx, "job", lockID)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("AwaitRelease with a live holder: %v, want the deadline", err)
+	var held *HeldError
+	if err := r.AwaitRelease("job", lockID, 100*time.Millisecond); !errors.As(err, &held) {
+		t.Fatalf("AwaitRelease with a live holder: %v, want a *HeldError once the wait ran out", err)
 	}
 
 	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		done <- r.AwaitRelease(ctx, "job", lockID)
-	}()
+	go func() { done <- r.AwaitRelease("job", lockID, 20*time.Second) }()
 	holder.Process.Signal(syscall.SIGKILL)
 	holder.Wait()
 	if err := <-done; err != nil {

@@ -184,27 +184,6 @@ func (r *RunLocker) mayReclaim(runID, lockPath string, v lockView, reason StaleR
 	return nil
 }
 
-// foreignGuard checks an open guard file: another user's is refused
-// (checkOwned), unless we are root; for root it returns the refusal that
-// applies once waiting on it runs past its bound — a guard held that long
-// by another user is a plant, not a state transition in progress, and is
-// never waited on silently for ever.
-func foreignGuard(f *os.File) (holdTooLong error, err error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	uid, ok := ownerUID(fi)
-	if !ok || uid == euid() {
-		return nil, nil
-	}
-	notOurs := &NotOursError{What: "guard", Path: f.Name(), UID: uid}
-	if euid() != 0 {
-		return nil, notOurs
-	}
-	return notOurs, nil
-}
-
 // lockMode is the mode of a new lock file: 0600 in a private dir; 0644 in
 // a shared one, so that another user's withlock can read who holds the run
 // id — a live lock is then a conflict naming its holder and owner, not an

@@ -1,7 +1,6 @@
 package locks
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -15,12 +14,12 @@ import (
 // for the few file operations of one transition.
 //
 // flock has no timed form, and a blocked flock cannot be interrupted (Go's
-// signal handlers restart it). So a contended guard is waited for by a
-// goroutine blocked in flock(2) — granted the moment the holder lets go —
-// while the caller waits for that goroutine or the bound. Sleeping and
-// retrying LOCK_NB instead would pay Go's timer granularity on every
-// retry: a sleep shorter than a millisecond takes a whole one when the
-// process has nothing else to do. A stopped holder keeps the guard past the
+// signal handlers restart it). So a contended guard is queued for as the
+// hold is (queueExclusive: a goroutine blocked in flock(2), granted the
+// moment the holder lets go) while the caller waits for the grant or the
+// bound. Sleeping and retrying LOCK_NB instead would pay Go's timer
+// granularity on every retry: a sleep shorter than a millisecond takes a
+// whole one when the process has nothing else to do. A stopped holder keeps the guard past the
 // bound, and that is reported as ErrGuardBusy; the abandoned flock then
 // releases the guard as soon as it is granted.
 func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
@@ -29,40 +28,33 @@ func lockGuard(fsys FS, path string, bound time.Duration) (*os.File, error) {
 		return nil, explainDenied(fsys, "guard", path, err)
 	}
 	// Another user's guard (a shared dir) could be held forever: refused
-	// before waiting on it, never a silent wait; root, which may use it,
-	// gives up on it past the bound (below).
-	foreign, err := foreignGuard(f)
+	// before waiting on it, never a silent wait (checkOwned); root, which
+	// may use it, gives up on it past the bound (below) — a guard held that
+	// long by another user is a plant, not a state transition in progress.
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkOwned("guard", path, fi)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	fd := int(f.Fd())
-	err = flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-	if err == nil {
-		return f, nil
-	}
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
+	h, err := queueExclusive(f)
+	if err != nil {
 		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
 	}
-	granted := make(chan error, 1)
-	go func() { granted <- flock(fd, unix.LOCK_EX) }()
+	if g := h.take(); g != nil {
+		return g, nil // free at once: no timer
+	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
-	case err := <-granted:
-		if err != nil {
-			f.Close()
-			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
-		}
-		return f, nil
+	case <-h.granted:
+		return h.take(), nil
 	case <-timer.C:
-		go func() {
-			<-granted
-			f.Close() // releases the guard if it was granted after all
-		}()
-		if foreign != nil {
-			return nil, fmt.Errorf("%w, and not granted within %v", foreign, bound)
+		h.abandon() // the guard is let go as soon as it is granted after all
+		if uid, ok := ownerUID(fi); ok && uid != euid() {
+			return nil, fmt.Errorf("%w, and not granted within %v", &NotOursError{What: "guard", Path: path, UID: uid}, bound)
 		}
 		return nil, fmt.Errorf("%w: %s not granted within %v", ErrGuardBusy, path, bound)
 	}

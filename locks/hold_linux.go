@@ -18,29 +18,30 @@ func (r *RunLocker) requestHold(fence string) *holdRequest {
 	if err != nil {
 		return nil
 	}
-	return queueExclusive(f)
+	h, _ := queueExclusive(f)
+	return h
 }
 
 // queueExclusive queues for an exclusive flock of f, which it then owns:
-// granted before it returns when free at once; nil (f closed) when f
+// granted before it returns when free at once; an error (f closed) when f
 // cannot be locked at all.
-func queueExclusive(f *os.File) *holdRequest {
+func queueExclusive(f *os.File) (*holdRequest, error) {
 	h := &holdRequest{f: f, granted: make(chan struct{})}
 	fd := int(f.Fd())
 	err := flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	if err == nil {
 		h.grant(nil)
-		return h
+		return h, nil
 	}
 	if !errors.Is(err, unix.EWOULDBLOCK) {
 		f.Close()
-		return nil
+		return nil, err
 	}
 	// A thread blocked in flock(2) until the kernel grants it: Go's signal
 	// handlers restart the call, so it cannot be interrupted, only
 	// abandoned (see holdRequest.abandon).
 	go func() { h.grant(flock(fd, unix.LOCK_EX)) }()
-	return h
+	return h, nil
 }
 
 // tryHold takes the hold on f, the fence file a new holder has open,

@@ -1,6 +1,8 @@
 package locks
 
 import (
+	"github.com/withlock/withlock/internal/proc"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -44,7 +46,7 @@ func FuzzNeverTwoHolders(f *testing.F) {
 		for i := range lockers {
 			r := newTestLocker(t, dir, time.Minute)
 			// Every holder is alive: nothing may be reclaimed for a dead pid.
-			r.live = func(int, uint64) Liveness { return Alive }
+			r.live = func(int, uint64) proc.Liveness { return proc.Alive }
 			knobsOf(r).noHold = true
 			lockers[i] = r
 		}

@@ -49,15 +49,6 @@ func SelfIdentity() (Identity, error) {
 	return self, nil
 }
 
-// Liveness is what can be said about a pid on this host (internal/proc).
-type Liveness = proc.Liveness
-
-const (
-	Alive  = proc.Alive
-	Dead   = proc.Dead
-	Reused = proc.Reused
-)
-
 // ProcessStartTime returns field 22 of /proc/<pid>/stat: the start time in
 // clock ticks since boot.
 func ProcessStartTime(pid int) (uint64, error) { return proc.StartTime(pid) }

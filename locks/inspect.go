@@ -27,7 +27,8 @@ const (
 	StateUnreadable LockState = "unreadable" // could not be opened or read (not a regular file, EACCES)
 )
 
-// HolderLiveness is what can be said about a lock's holder from here.
+// HolderLiveness is what can be said about a lock's holder from here: the
+// words of proc.Liveness for a holder whose pid can be checked, else unknown.
 type HolderLiveness string
 
 const (
@@ -37,24 +38,20 @@ const (
 	HolderUnknown HolderLiveness = "unknown" // another host, boot or pid namespace, or no payload
 )
 
-// LockInfo is one run lock file as Inspect found it.
+// LockInfo is one run lock file as Inspect found it: its Holder (Path,
+// ModTime; Payload zero when the file did not parse; Orphaned: held,
+// "holder dead, command still running", with the Pids of the tree that
+// still run when PidsKnown) and what the stale rules say of it.
 type LockInfo struct {
+	Holder
 	Key         string // sha256hex(run_id), from the file name
-	Path        string
 	State       LockState
 	StaleReason StaleReason // set when State is StateStale
 	Liveness    HolderLiveness
-	Payload     Payload // zero when the file did not parse
-	ModTime     time.Time
 	Err         error // why the file is unreadable, torn or corrupt
 	// Tree is what the probe of the holder's tree file found (TreeNone
 	// when it has none on this host or it was not probed).
 	Tree TreeState
-	// Orphaned: held, "holder dead, command still running"; Pids are the
-	// processes of the tree that still run, when PidsKnown.
-	Orphaned  bool
-	Pids      []int
-	PidsKnown bool
 }
 
 // LeftoverKind says what a file waiting for gc is.
@@ -107,12 +104,11 @@ func (r *RunLocker) Inspect() (*DirReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := r.now()
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(r.Dir, name)
 		if key := keyOf(name); key != "" && name == key+".lock" {
-			rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
+			rep.Locks = append(rep.Locks, r.inspectLock(path, key))
 			continue
 		}
 		if kind, ok := leftoverKind(name); ok {
@@ -152,7 +148,6 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := r.now()
 	keys := make(map[string]bool, len(runIDs))
 	for _, id := range runIDs {
 		key := Key(id)
@@ -160,11 +155,9 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 			continue
 		}
 		keys[key] = true
-		path := r.LockPath(id)
-		if _, err := r.fsys().Lstat(path); errors.Is(err, fs.ErrNotExist) {
-			continue
+		if info := r.inspectLock(r.LockPath(id), key); !errors.Is(info.Err, fs.ErrNotExist) {
+			rep.Locks = append(rep.Locks, info)
 		}
-		rep.Locks = append(rep.Locks, r.inspectLock(path, key, now))
 	}
 	return rep, nil
 }
@@ -179,51 +172,28 @@ func readLockDir(fsys FS, dir string) ([]fs.DirEntry, error) {
 }
 
 // inspectLock reads one lock file and judges it by the stale rules.
-func (r *RunLocker) inspectLock(path, key string, now time.Time) LockInfo {
-	info := LockInfo{Key: key, Path: path, Liveness: HolderUnknown}
+func (r *RunLocker) inspectLock(path, key string) LockInfo {
 	v, err := r.read(path)
 	if err != nil {
-		info.State, info.Err = StateUnreadable, err
-		return info
+		return LockInfo{Holder: Holder{Path: path}, Key: key, State: StateUnreadable, Liveness: HolderUnknown, Err: err}
 	}
-	info.ModTime, info.Payload = v.modTime, v.payload
-	verdict := Judge(v, now, r.self, r.live, r.probe)
-	info.StaleReason, info.Tree = verdict.Reason, verdict.Tree
-	if v.parseErr == nil && v.payload.Tree && sameKernel(v.payload, r.self) && info.Tree == TreeNone {
+	verdict := r.judge(v)
+	info := LockInfo{Holder: *r.holder(path, v, verdict), Key: key, State: StateHeld,
+		StaleReason: verdict.Reason, Liveness: HolderUnknown, Err: v.parseErr, Tree: verdict.Tree}
+	info.FindPids()
+	if info.TreeFile != "" && info.Tree == TreeNone {
 		info.Tree = TreeRunning // an alive holder holds its own tree file
 	}
-	if verdict.Orphaned {
-		info.Orphaned = true
-		info.Pids, info.PidsKnown = treePids(treePath(path, v.payload.LockID))
-	}
-	info.State = StateHeld
-	if info.StaleReason != NotStale {
+	switch {
+	case !verdict.Held():
 		info.State = StateStale
+	case info.Torn:
+		info.State = StateTorn
 	}
-	if v.parseErr != nil {
-		if info.State == StateHeld {
-			info.State = StateTorn
-		}
-		info.Err = v.parseErr
-		return info
+	if info.Local { // a pid on this host, boot and pid namespace: it can be checked
+		info.Liveness = HolderLiveness(r.live(info.Pid, info.PidStart).String())
 	}
-	info.Liveness = r.holderLiveness(v.payload)
 	return info
-}
-
-// holderLiveness checks the payload's pid when it names a process on this
-// host, boot and pid namespace; anything else is unknown.
-func (r *RunLocker) holderLiveness(p Payload) HolderLiveness {
-	if !sameKernelView(p, r.self) {
-		return HolderUnknown
-	}
-	switch r.live(p.Pid, p.PidStart) {
-	case Alive:
-		return HolderAlive
-	case Dead:
-		return HolderDead
-	}
-	return HolderReused
 }
 
 // leftoverKind classifies a name that gc may remove. Lock, guard and fence

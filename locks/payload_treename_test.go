@@ -1,6 +1,8 @@
 package locks
 
 import (
+	"github.com/withlock/withlock/internal/proc"
+
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -48,7 +50,7 @@ func TestPayloadTreeNameOutsideDir(t *testing.T) {
 		lockPath := filepath.Join(dir, Key("r")+".lock")
 		var probed []string
 		v := lockView{path: lockPath, payload: p, modTime: now}
-		Judge(v, now, self, func(int, uint64) Liveness { return Dead }, func(path string) TreeState {
+		Judge(v, now, self, func(int, uint64) proc.Liveness { return proc.Dead }, func(path string) TreeState {
 			probed = append(probed, path)
 			return TreeEnded
 		})

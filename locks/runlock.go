@@ -49,7 +49,7 @@ type RunLocker struct {
 
 	self Identity
 	now  func() time.Time
-	live func(pid int, start uint64) Liveness
+	live func(pid int, start uint64) proc.Liveness
 	// probe looks at a tree file (probeTree; tests replace it).
 	probe func(path string) TreeState
 	// shared: Dir is a shared sticky dir (dirsafety.go), set by each
@@ -517,12 +517,21 @@ func (r *RunLocker) writeLockFile(path string, enc []byte, lockID string) error 
 	if !errors.Is(err, errors.ErrUnsupported) {
 		return err
 	}
-	tmp := path + ".tmp." + lockID
-	if err := fsys.WriteNew(tmp, enc, r.lockMode()); err != nil {
+	return r.viaTemp(path, path+".tmp."+lockID, enc, "acquire:after-temp", fsys.Link)
+}
+
+// viaTemp writes data to the new file tmp and puts it at path with place
+// (Rename: over what is there; Link: only where nothing is, else
+// fs.ErrExist), so that path never shows a half-written file; point marks
+// the moment between the two (at). The temp file is removed either way; one
+// left behind is gc's.
+func (r *RunLocker) viaTemp(path, tmp string, data []byte, point string, place func(oldpath, newpath string) error) error {
+	fsys := r.fsys()
+	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
 		return err
 	}
-	r.at("acquire:after-temp")
-	err = fsys.Link(tmp, path)
+	r.at(point)
+	err := place(tmp, path)
 	if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		r.Log.Warn().Err(rerr).Str("temp_file", tmp).Msg("temp file left for gc")
 	}

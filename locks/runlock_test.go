@@ -254,24 +254,24 @@ func TestStaleRules(t *testing.T) {
 	tests := []struct {
 		name string
 		v    lockView
-		live Liveness
+		live proc.Liveness
 		want StaleReason
 	}{
-		{"live local holder", lockView{payload: local(10, 5)}, Alive, NotStale},
-		{"expired", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: past}}, Alive, StaleExpired},
-		{"dead local holder", lockView{payload: local(10, 5)}, Dead, StaleDead},
-		{"pid reused", lockView{payload: local(10, 5)}, Reused, StaleReused},
-		{"other host: only the ttl counts", lockView{payload: func() Payload { p := local(10, 5); p.Host = "elsewhere"; return p }()}, Dead, NotStale},
-		{"other boot", lockView{payload: func() Payload { p := local(10, 5); p.BootID = "b"; return p }()}, Dead, NotStale},
-		{"other pid namespace", lockView{payload: func() Payload { p := local(10, 5); p.PidNS = 1; return p }()}, Dead, NotStale},
-		{"seed writer without host", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: future}}, Dead, NotStale},
-		{"torn and fresh", lockView{parseErr: errBadPayload, modTime: now.Add(-time.Second)}, Dead, NotStale},
-		{"torn and old", lockView{parseErr: errBadPayload, modTime: now.Add(-3 * time.Second)}, Dead, StaleCorrupt},
+		{"live local holder", lockView{payload: local(10, 5)}, proc.Alive, NotStale},
+		{"expired", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: past}}, proc.Alive, StaleExpired},
+		{"dead local holder", lockView{payload: local(10, 5)}, proc.Dead, StaleDead},
+		{"pid reused", lockView{payload: local(10, 5)}, proc.Reused, StaleReused},
+		{"other host: only the ttl counts", lockView{payload: func() Payload { p := local(10, 5); p.Host = "elsewhere"; return p }()}, proc.Dead, NotStale},
+		{"other boot", lockView{payload: func() Payload { p := local(10, 5); p.BootID = "b"; return p }()}, proc.Dead, NotStale},
+		{"other pid namespace", lockView{payload: func() Payload { p := local(10, 5); p.PidNS = 1; return p }()}, proc.Dead, NotStale},
+		{"seed writer without host", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: future}}, proc.Dead, NotStale},
+		{"torn and fresh", lockView{parseErr: errBadPayload, modTime: now.Add(-time.Second)}, proc.Dead, NotStale},
+		{"torn and old", lockView{parseErr: errBadPayload, modTime: now.Add(-3 * time.Second)}, proc.Dead, StaleCorrupt},
 	}
 	noProbe := func(string) TreeState { t.Fatal("probed a payload without a tree"); return TreeUnknown }
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Judge(tc.v, now, self, func(int, uint64) Liveness { return tc.live }, noProbe)
+			got := Judge(tc.v, now, self, func(int, uint64) proc.Liveness { return tc.live }, noProbe)
 			if got.Reason != tc.want || got.Orphaned {
 				t.Fatalf("Judge = %+v, want %q", got, tc.want)
 			}
@@ -312,8 +312,8 @@ func TestStaleRulesTree(t *testing.T) {
 	}
 	// want gives the expected verdict: held (NotStale) or a reason, and
 	// whether the holder is orphaned.
-	want := func(tree TreeState, live Liveness, expired bool, w where) (StaleReason, bool) {
-		if w == local && live == Alive {
+	want := func(tree TreeState, live proc.Liveness, expired bool, w where) (StaleReason, bool) {
+		if w == local && live == proc.Alive {
 			return NotStale, false // holds its own tree; never probed, never expired
 		}
 		if w == otherHost || tree == TreeUnknown {
@@ -321,9 +321,9 @@ func TestStaleRulesTree(t *testing.T) {
 			switch {
 			case expired:
 				return StaleExpired, false
-			case w == local && live == Dead:
+			case w == local && live == proc.Dead:
 				return StaleDead, false
-			case w == local && live == Reused:
+			case w == local && live == proc.Reused:
 				return StaleReused, false
 			}
 			return NotStale, false
@@ -334,13 +334,13 @@ func TestStaleRulesTree(t *testing.T) {
 		switch {
 		case w != local:
 			return StaleTreeEnded, false
-		case live == Dead:
+		case live == proc.Dead:
 			return StaleDead, false
 		}
 		return StaleReused, false
 	}
 	for _, tree := range []TreeState{TreeRunning, TreeEnded, TreeUnknown} {
-		for _, live := range []Liveness{Alive, Dead, Reused} {
+		for _, live := range []proc.Liveness{proc.Alive, proc.Dead, proc.Reused} {
 			for _, expired := range []bool{false, true} {
 				for _, w := range []where{local, otherNS, otherHost} {
 					name := fmt.Sprintf("tree %v, pid %v, expired %v, %s", tree, live, expired, whereName[w])
@@ -348,7 +348,7 @@ func TestStaleRulesTree(t *testing.T) {
 						v := lockView{path: "/d/k.lock", payload: payload(w, expired)}
 						probed := ""
 						probe := func(path string) TreeState { probed = path; return tree }
-						got := Judge(v, now, self, func(int, uint64) Liveness { return live }, probe)
+						got := Judge(v, now, self, func(int, uint64) proc.Liveness { return live }, probe)
 						reason, orphaned := want(tree, live, expired, w)
 						if got.Reason != reason || got.Orphaned != orphaned {
 							t.Fatalf("Judge = %+v, want reason %q orphaned %v", got, reason, orphaned)
@@ -371,13 +371,13 @@ func TestProcessLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := proc.Live(os.Getpid(), start); got != Alive {
+	if got := proc.Live(os.Getpid(), start); got != proc.Alive {
 		t.Errorf("self = %v", got)
 	}
-	if got := proc.Live(os.Getpid(), start+1); got != Reused {
+	if got := proc.Live(os.Getpid(), start+1); got != proc.Reused {
 		t.Errorf("self with another start time = %v", got)
 	}
-	if got := proc.Live(deadPid(t), 0); got != Dead {
+	if got := proc.Live(deadPid(t), 0); got != proc.Dead {
 		t.Errorf("reaped child = %v", got)
 	}
 	// A zombie never renews: dead.
@@ -387,7 +387,7 @@ func TestProcessLiveness(t *testing.T) {
 	}
 	defer cmd.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for proc.Live(cmd.Process.Pid, 0) != Dead {
+	for proc.Live(cmd.Process.Pid, 0) != proc.Dead {
 		if time.Now().After(deadline) {
 			t.Fatal("unreaped exited child never counted as dead")
 		}

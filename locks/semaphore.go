@@ -44,9 +44,9 @@ const (
 	ModeShared SemMode = "shared" // shared holders, as many as come
 )
 
-// maxSharedSlots bounds the slots of a shared lock (the high-water mark of
-// shared holders at once).
-const maxSharedSlots = 1 << 16
+// MaxSlots is the largest --max, and bounds the slots of a shared lock
+// (the high-water mark of shared holders at once).
+const MaxSlots = 1 << 16
 
 // SlotRunID is the derived run id of slot k of runID.
 func SlotRunID(runID string, mode SemMode, k int) string {
@@ -94,16 +94,16 @@ func (l *SlotLock) Env() []string {
 // error, not contention: waiting would not make the two agree.
 var ErrModeMismatch = errors.New("holders disagree about the lock's mode")
 
-// MismatchError names both sides of a mode disagreement.
+// MismatchError names both sides of a mode disagreement by their flags
+// ("--max 3", "--shared").
 type MismatchError struct {
 	RunID      string
-	Want, Have semMeta
+	Want, Have string
 	Holder     Holder
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)",
-		e.RunID, e.Want.flag(), e.Have.flag(), e.Holder.Pid)
+	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)", e.RunID, e.Want, e.Have, e.Holder.Pid)
 }
 
 func (e *MismatchError) Unwrap() error { return ErrModeMismatch }
@@ -142,11 +142,13 @@ type semMeta struct {
 	Slots int     `json:"slots"`
 }
 
-func (m semMeta) flag() string {
-	if m.Mode == ModeShared {
+// flag is how the command line asks for a mode: --shared, or --max N
+// (N 0: --shared).
+func flag(max int) string {
+	if max == 0 {
 		return "--shared"
 	}
-	return "--max " + strconv.Itoa(m.Max)
+	return "--max " + strconv.Itoa(max)
 }
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
@@ -169,7 +171,7 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 		return semMeta{}, false, err
 	}
 	var m semMeta
-	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > maxSharedSlots {
+	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > MaxSlots {
 		return semMeta{}, false, fmt.Errorf("%w: %s (remove it once no holder of run %q runs)", errCorruptMeta, path, runID)
 	}
 	return m, true, nil
@@ -231,25 +233,7 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	if err != nil {
 		return err
 	}
-	return r.replaceFile(path, path+".tmp."+randomID(), append(data, '\n'), "")
-}
-
-// replaceFile writes data to the new file tmp and renames it over path,
-// so that path never shows a half-written file; point, unless "", marks
-// the moment between the two (at).
-func (r *RunLocker) replaceFile(path, tmp string, data []byte, point string) error {
-	fsys := r.fsys()
-	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
-		return err
-	}
-	if point != "" {
-		r.at(point)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	return nil
+	return r.viaTemp(path, path+".tmp."+randomID(), append(data, '\n'), "sem:after-temp", r.fsys().Rename)
 }
 
 // slotNames are the base names of the lock files of runID's first n slots.
@@ -325,7 +309,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 			return nil, nil, err
 		}
 		if len(held) > 0 {
-			return nil, nil, &MismatchError{RunID: runID, Want: want, Have: m, Holder: *held[0]}
+			return nil, nil, &MismatchError{RunID: runID, Want: flag(max), Have: flag(m.Max), Holder: *held[0]}
 		}
 		found = false
 	}
@@ -347,7 +331,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 
 	limit := m.Slots
 	if mode == ModeShared {
-		limit = min(m.Slots+1, maxSharedSlots) // every slot in use: one more
+		limit = min(m.Slots+1, MaxSlots) // every slot in use: one more
 	}
 	var held []*Holder
 	for k := 0; k < limit; k++ {
@@ -373,7 +357,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return &SlotLock{Lock: lock, Base: runID, Mode: mode, Slot: k, Max: max}, nil, nil
 	}
 	if mode == ModeShared {
-		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, maxSharedSlots)
+		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, MaxSlots)
 	}
 	return nil, held, nil
 }
@@ -388,15 +372,15 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, maxSharedSlots))
+	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, MaxSlots))
 	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
 		return nil, err
 	}
 	if strings.Contains(runID, "\x00") {
 		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
 	}
-	if max < 0 || max > maxSharedSlots {
-		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", maxSharedSlots)}
+	if max < 0 || max > MaxSlots {
+		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", MaxSlots)}
 	}
 	mode := ModeMax
 	if max == 0 {
@@ -479,19 +463,15 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 // MaxMismatch is the error of a --max want against running holders of
 // --max have, for backends that keep N elsewhere (etcd).
 func MaxMismatch(runID string, want, have int, holder Holder) error {
-	return &MismatchError{RunID: runID, Want: semMeta{Mode: ModeMax, Max: want}, Have: semMeta{Mode: ModeMax, Max: have}, Holder: holder}
+	return &MismatchError{RunID: runID, Want: flag(want), Have: flag(have), Holder: holder}
 }
 
 // SharedMaxMismatch is the error of --shared against running holders of
 // --max have (shared true), or of --max want against running shared
 // holders (shared false), for backends that keep the mode elsewhere (etcd).
 func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
-	sh, mx := semMeta{Mode: ModeShared}, semMeta{Mode: ModeMax, Max: max}
 	if shared {
-		return &MismatchError{RunID: runID, Want: sh, Have: mx, Holder: holder}
+		return &MismatchError{RunID: runID, Want: flag(0), Have: flag(max), Holder: holder}
 	}
-	return &MismatchError{RunID: runID, Want: mx, Have: sh, Holder: holder}
+	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
 }
-
-// MaxSlots is the largest --max.
-const MaxSlots = maxSharedSlots

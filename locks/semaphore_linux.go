@@ -18,7 +18,8 @@ func (r *RunLocker) requestQueue(runID string) *holdRequest {
 	if err != nil {
 		return nil
 	}
-	return queueExclusive(f)
+	h, _ := queueExclusive(f)
+	return h
 }
 
 // markWaiting counts this process among runID's slot waiters until the

@@ -1,6 +1,8 @@
 package locks
 
 import (
+	"github.com/withlock/withlock/internal/proc"
+
 	"io/fs"
 	"time"
 )
@@ -64,7 +66,7 @@ func (v Verdict) Held() bool { return v.Reason == NotStale }
 //     and pid namespace with the pid dead or reused (its start time
 //     differs) is stale. A pid from another host, boot or namespace says
 //     nothing, so only the TTL applies to it.
-func Judge(v lockView, now time.Time, self Identity, live func(pid int, start uint64) Liveness, probe func(path string) TreeState) Verdict {
+func Judge(v lockView, now time.Time, self Identity, live func(pid int, start uint64) proc.Liveness, probe func(path string) TreeState) Verdict {
 	if v.parseErr != nil {
 		if now.Sub(v.modTime) > TornGrace {
 			return Verdict{Reason: StaleCorrupt}
@@ -73,12 +75,12 @@ func Judge(v lockView, now time.Time, self Identity, live func(pid int, start ui
 	}
 	p := v.payload
 	pidKnown := sameKernelView(p, self)
-	liveness := Alive
+	liveness := proc.Alive
 	if pidKnown {
 		liveness = live(p.Pid, p.PidStart)
 	}
 	if p.Tree && sameKernel(p, self) && v.path != "" {
-		if pidKnown && liveness == Alive {
+		if pidKnown && liveness == proc.Alive {
 			return Verdict{} // it holds its own tree file
 		}
 		switch t := probe(treePath(v.path, p.LockID)); t {
@@ -101,11 +103,11 @@ func Judge(v lockView, now time.Time, self Identity, live func(pid int, start ui
 
 // deadReason is the stale reason a holder's liveness gives, NotStale for
 // one alive.
-func deadReason(l Liveness) StaleReason {
+func deadReason(l proc.Liveness) StaleReason {
 	switch l {
-	case Dead:
+	case proc.Dead:
 		return StaleDead
-	case Reused:
+	case proc.Reused:
 		return StaleReused
 	}
 	return NotStale

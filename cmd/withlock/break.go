@@ -131,11 +131,7 @@ func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(st
 	var live *locks.LiveHolderError
 	how := "" // how an orphaned holder's tree was ended
 	if errors.As(err, &live) && c.Bool("signal") {
-		if live.Holder.Orphaned {
-			b, how, err = endTreeThenBreak(locker, live, c.Duration("grace"))
-		} else {
-			b, err = signalThenBreak(locker, live, c.Duration("grace"))
-		}
+		b, how, err = signalThenBreak(locker, live, c.Duration("grace"))
 	}
 	switch {
 	case err == nil && how != "":
@@ -167,7 +163,7 @@ func breakHint(live *locks.LiveHolderError) string {
 	if live.Holder.Orphaned {
 		return "its holder is dead but its command still runs and holds the lock; --signal ends that command (TERM, --grace, KILL) and frees the lock"
 	}
-	if live.Liveness == locks.HolderAlive {
+	if live.Holder.Local {
 		return fmt.Sprintf("--signal asks pid %d to stop first, --force moves the lock anyway", live.Holder.Pid)
 	}
 	return "--force moves the lock anyway"
@@ -176,55 +172,44 @@ func breakHint(live *locks.LiveHolderError) string {
 // errReleased: after --signal's TERM the holder released the lock itself.
 var errReleased = errors.New("released by its holder")
 
-// signalThenBreak sends TERM to a live local holder, waits up to grace for
-// it to release, and breaks that holder's lock if it is still there. A
-// holder that released is reported, and the lock (if a new holder took it
-// meanwhile) is left alone. A holder that ended before the signal is not
-// signalled (its pid may be another process's): its lock is judged as is.
-func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, error) {
-	h := live.Holder
-	if live.Liveness != locks.HolderAlive {
-		return nil, live // nothing we can signal from here
-	}
-	if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
-		return nil, fmt.Errorf("signal pid %d: %w", h.Pid, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := locker.AwaitRelease(ctx, live.RunID, h.LockID); err == nil {
-		b, err := locker.Break(live.RunID, false)
-		if errors.Is(err, locks.ErrNoLock) || errors.As(err, new(*locks.LiveHolderError)) {
-			return nil, errReleased
-		}
-		return b, err // it died without releasing: its lock is stale
-	}
-	return locker.BreakHolder(live.RunID, h.LockID)
-}
-
 // treeKillWait bounds the wait for an orphaned tree to let go of its tree
 // file after KILL: a process in uninterruptible sleep exits only when its
 // system call returns.
 const treeKillWait = 10 * time.Second
 
-// endTreeThenBreak ends the command tree of an orphaned holder (holder
-// dead, command still running): TERM to every process that holds the tree
-// file and to their process groups' members, up to grace for the tree file's
-// flock to come free, then KILL to whatever is left, and then moves the
-// lock aside — only the lock of that acquisition, which a new holder
-// cannot have taken while the tree held it. It reports how the tree was
-// ended.
-func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, string, error) {
+// signalThenBreak sends TERM to a live holder on this host, or to the
+// command tree of an orphaned one (holder dead, command still running:
+// every process that holds the tree file and their process groups'
+// members), waits up to grace for the lock to be released or turn stale,
+// sends KILL to what is left of an orphaned tree, and then moves aside the
+// lock of that acquisition if it is still there (BreakHolder: a new
+// holder's is left alone). A holder that ended before the signal is not
+// signalled (its pid may be another process's). It reports how an
+// orphaned tree was ended ("" for a holder); errReleased when the holder
+// released the lock itself.
+func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, string, error) {
 	h := live.Holder
-	how := "TERM"
-	if !h.PidsKnown {
+	how := ""
+	switch {
+	case h.Orphaned && !h.PidsKnown:
 		return nil, "", fmt.Errorf("%v: its command's pids cannot be found in /proc, so it cannot be signalled from here", live)
+	case h.Orphaned:
+		how = fmt.Sprintf("pids %s: TERM", joinPids(h.Pids))
+		signalTree(h.Pids, syscall.SIGTERM)
+	case !h.Local:
+		return nil, "", live // nothing we can signal from here
+	default:
+		if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
+			return nil, "", fmt.Errorf("signal pid %d: %w", h.Pid, err)
+		}
 	}
-	signalTree(h.Pids, syscall.SIGTERM)
-	if err := awaitTree(locker, &h, grace); err != nil {
-		how = "TERM, then KILL after " + grace.String()
+	// A live holder that outlives grace has its lock broken from under it
+	// (its heartbeat then finds the lock lost); an orphaned tree gets KILL.
+	if err := locker.AwaitRelease(live.RunID, h.LockID, grace); err != nil && h.Orphaned {
+		how += ", then KILL after " + grace.String()
 		h.FindPids()
 		signalTree(h.Pids, syscall.SIGKILL)
-		if err := awaitTree(locker, &h, treeKillWait); err != nil {
+		if err := locker.AwaitRelease(live.RunID, h.LockID, treeKillWait); err != nil {
 			return nil, "", fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
 		}
 	}
@@ -232,13 +217,7 @@ func endTreeThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grac
 	if errors.Is(err, locks.ErrNoLock) {
 		return nil, "", errReleased
 	}
-	return b, fmt.Sprintf("pids %s: %s", joinPids(live.Holder.Pids), how), err
-}
-
-func awaitTree(locker *locks.RunLocker, h *locks.Holder, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return locker.AwaitTreeEnd(ctx, h)
+	return b, how, err
 }
 
 // signalTree sends sig to each pid that is still there; the pids are

@@ -38,7 +38,7 @@ func holderLock(t *testing.T, r *locks.RunLocker, runID string, pid int, start u
 	if err := os.WriteFile(r.LockPath(runID), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &locks.LiveHolderError{RunID: runID, Holder: locks.Holder{Payload: p}, Liveness: locks.HolderAlive, At: now}
+	return &locks.LiveHolderError{RunID: runID, Holder: locks.Holder{Payload: p, Local: true}, At: now}
 }
 
 // TestSignalThenBreakHolderGoneMeanwhile: the holder Break found alive
@@ -56,7 +56,7 @@ func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := holderLock(t, r, "gone", exited.Process.Pid, 1)
-	b, err := signalThenBreak(r, live, 5*time.Second)
+	b, _, err := signalThenBreak(r, live, 5*time.Second)
 	if err != nil || b.Reason != locks.StaleDead {
 		t.Fatalf("holder exited: %+v %v; want its lock moved aside as %q", b, err, locks.StaleDead)
 	}
@@ -72,7 +72,7 @@ func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	live = holderLock(t, r, "reused", other.Process.Pid, start+1)
-	b, err = signalThenBreak(r, live, 5*time.Second)
+	b, _, err = signalThenBreak(r, live, 5*time.Second)
 	if err != nil || b.Reason != locks.StaleReused {
 		t.Fatalf("pid reused: %+v %v; want the lock moved aside as %q", b, err, locks.StaleReused)
 	}
