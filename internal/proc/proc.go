@@ -26,6 +26,18 @@ const (
 	Reused          // a process has the pid but started at another time
 )
 
+// String is the word status shows for a local holder's pid.
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Dead:
+		return "dead"
+	default:
+		return "pid reused"
+	}
+}
+
 // FileID names an open file by device and inode, the way /proc/<pid>/fd
 // links can be matched to it.
 type FileID struct {
