@@ -123,7 +123,7 @@ func (l *Lock) Renew() error {
 		if err != nil {
 			return err
 		}
-		if err := r.viaTemp(l.Path, tmp, enc, "renew:after-temp", r.fsys().Rename); err != nil {
+		if err := r.viaTemp(l.Path, tmp, enc, "renew:after-temp", false); err != nil {
 			return err
 		}
 		l.payload, l.written = p, enc

@@ -517,21 +517,28 @@ func (r *RunLocker) writeLockFile(path string, enc []byte, lockID string) error 
 	if !errors.Is(err, errors.ErrUnsupported) {
 		return err
 	}
-	return r.viaTemp(path, path+".tmp."+lockID, enc, "acquire:after-temp", fsys.Link)
+	return r.viaTemp(path, path+".tmp."+lockID, enc, "acquire:after-temp", true)
 }
 
-// viaTemp writes data to the new file tmp and puts it at path with place
-// (Rename: over what is there; Link: only where nothing is, else
+// viaTemp writes data to the new file tmp and puts it at path (renamed
+// over what is there, or with link only where nothing is, else
 // fs.ErrExist), so that path never shows a half-written file; point marks
-// the moment between the two (at). The temp file is removed either way; one
-// left behind is gc's.
-func (r *RunLocker) viaTemp(path, tmp string, data []byte, point string, place func(oldpath, newpath string) error) error {
+// the moment between the two (at). A linked or failed temp file is
+// removed (a rename leaves none); one left behind is gc's.
+func (r *RunLocker) viaTemp(path, tmp string, data []byte, point string, link bool) error {
 	fsys := r.fsys()
 	if err := fsys.WriteNew(tmp, data, r.lockMode()); err != nil {
 		return err
 	}
 	r.at(point)
+	place := fsys.Rename
+	if link {
+		place = fsys.Link
+	}
 	err := place(tmp, path)
+	if err == nil && !link {
+		return nil // renamed: no temp file is left to remove
+	}
 	if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 		r.Log.Warn().Err(rerr).Str("temp_file", tmp).Msg("temp file left for gc")
 	}

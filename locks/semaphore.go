@@ -233,7 +233,7 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 	if err != nil {
 		return err
 	}
-	return r.viaTemp(path, path+".tmp."+randomID(), append(data, '\n'), "sem:after-temp", r.fsys().Rename)
+	return r.viaTemp(path, path+".tmp."+randomID(), append(data, '\n'), "sem:after-temp", false)
 }
 
 // slotNames are the base names of the lock files of runID's first n slots.
