@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/locks/filelock"
 	"io"
 	"os"
 	"os/exec"
@@ -299,7 +300,7 @@ func TestScorecardHostileLargePayload(t *testing.T) {
 	holder := withlockCommand(t, "run", "--dir", dir, runID, "--", "sh", "-c", `touch "$0"; exec sleep 60`, started, strings.Repeat("<", 11000))
 	startHolder(t, holder, started)
 	// Past TornGrace: a lock read as corrupt would be reclaimed by now.
-	time.Sleep(locks.TornGrace + 500*time.Millisecond)
+	time.Sleep(filelock.TornGrace + 500*time.Millisecond)
 	_, stderr, code := runWithlock(t, append([]string{"run", "--dir", dir, runID, "--"}, ranCmd(ran)...)...)
 	if code != 75 || exists(ran) {
 		t.Errorf("second run beside the large lock: exit %d, ran %v, want 75 and not run\n%s", code, exists(ran), stderr)
@@ -926,7 +927,7 @@ func TestScorecardHostileSharedDirGC(t *testing.T) {
 // "still there" check sees a removal.
 func TestScorecardHostileTreeNameOutsideDir(t *testing.T) {
 	needRoot(t)
-	self, err := locks.SelfIdentity()
+	self, err := filelock.SelfIdentity()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
 package locks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -37,6 +40,29 @@ func (e *InvalidError) Error() string { return e.What + ": " + e.Reason }
 
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
+// DefaultTTL is the lock's lifetime without renewal when nothing says else.
+const DefaultTTL = 30 * time.Second
+
+// ResolveTTL picks the TTL: flag > WITHLOCK_TTL (a Go duration, or bare
+// seconds) > NEXUSCORE_RUN_LOCK_TTL_SECONDS (integer seconds) > 30s.
+// A TTL outside MinTTL … MaxTTL is an *InvalidError (ErrInvalid).
+func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, error) {
+	if flag != 0 {
+		return checkTTL("--ttl "+flag.String(), flag)
+	}
+	if v := getenv("WITHLOCK_TTL"); v != "" {
+		what := "WITHLOCK_TTL=" + strconv.Quote(v)
+		if d, err := time.ParseDuration(v); err == nil {
+			return checkTTL(what, d)
+		}
+		return checkTTLSeconds(what, v, "not a duration (30s, 5m) or a number of seconds")
+	}
+	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
+		return checkTTLSeconds("NEXUSCORE_RUN_LOCK_TTL_SECONDS="+strconv.Quote(v), v, "not an integer number of seconds")
+	}
+	return DefaultTTL, nil
+}
+
 // checkTTL refuses a TTL outside MinTTL … MaxTTL; what names where it came
 // from.
 func checkTTL(what string, ttl time.Duration) (time.Duration, error) {
@@ -63,6 +89,19 @@ func checkTTLSeconds(what, v, notNumber string) (time.Duration, error) {
 // CheckRunID refuses an empty run id and one longer than MaxRunIDLen bytes.
 func CheckRunID(runID string) error { return checkRunID(runID, MaxRunIDLen, "") }
 
+// CheckSlotRunID refuses a run id that cannot name slots (SlotRunID): one
+// too long for its slots' run ids to fit MaxRunIDLen, or one holding a NUL.
+func CheckSlotRunID(runID string) error {
+	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, MaxSlots))
+	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
+		return err
+	}
+	if strings.Contains(runID, "\x00") {
+		return &InvalidError{What: fmt.Sprintf("run id %q", TruncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
+	}
+	return nil
+}
+
 // checkRunID refuses an empty run id and one longer than limit bytes; why
 // says what needs the limit, if not SPEC §3.
 func checkRunID(runID string, limit int, why string) error {
@@ -70,7 +109,7 @@ func checkRunID(runID string, limit int, why string) error {
 	case runID == "":
 		return &InvalidError{What: "run id", Reason: "empty"}
 	case len(runID) > limit:
-		return &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", truncateEscaped(runID, 32), len(runID)),
+		return &InvalidError{What: fmt.Sprintf("run id %q… (%d bytes)", TruncateEscaped(runID, 32), len(runID)),
 			Reason: fmt.Sprintf("longer than %d bytes%s", limit, why)}
 	}
 	return nil
@@ -83,9 +122,9 @@ func escapedLen(s string) int {
 	return len(b) - 2
 }
 
-// truncateEscaped cuts s, at a character boundary, to the longest prefix
+// TruncateEscaped cuts s, at a character boundary, to the longest prefix
 // whose JSON-escaped form fits in limit bytes.
-func truncateEscaped(s string, limit int) string {
+func TruncateEscaped(s string, limit int) string {
 	if len(s) <= limit/6 || escapedLen(s) <= limit {
 		return s
 	}
@@ -101,4 +140,41 @@ func truncateEscaped(s string, limit int) string {
 		end = i
 	}
 	return s[:end]
+}
+
+// Key is the file-system-safe name of a run id: sha256 in hex.
+func Key(runID string) string {
+	sum := sha256.Sum256([]byte(runID))
+	return hex.EncodeToString(sum[:])
+}
+
+// SemMode is how a run id's slots are used.
+type SemMode string
+
+const (
+	ModeMax    SemMode = "max"    // a counting semaphore of Max slots
+	ModeShared SemMode = "shared" // shared holders, as many as come
+)
+
+// MaxSlots is the largest --max, and bounds the slots of a shared lock
+// (the high-water mark of shared holders at once).
+const MaxSlots = 1 << 16
+
+// SlotRunID is the derived run id of slot k of runID.
+func SlotRunID(runID string, mode SemMode, k int) string {
+	return runID + "\x00" + string(mode) + " " + strconv.Itoa(k)
+}
+
+// ParseSlotRunID undoes SlotRunID; ok is false for any other run id.
+func ParseSlotRunID(id string) (base string, mode SemMode, slot int, ok bool) {
+	base, rest, found := strings.Cut(id, "\x00")
+	if !found {
+		return id, "", 0, false
+	}
+	m, n, found := strings.Cut(rest, " ")
+	k, err := strconv.Atoi(n)
+	if !found || err != nil || k < 0 || (m != string(ModeMax) && m != string(ModeShared)) {
+		return id, "", 0, false
+	}
+	return base, SemMode(m), k, true
 }

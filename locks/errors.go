@@ -1,6 +1,12 @@
 package locks
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // The run lock's sentinel errors. Callers match them with errors.Is; the
 // command line maps each to an exit status (SPEC §2).
@@ -18,13 +24,88 @@ var (
 	// ErrLost: the lock file is gone or carries another lock_id; we no
 	// longer hold the lock.
 	ErrLost = errors.New("lock lost")
-
-	// ErrUnsafeDir: the lock directory is a symlink, world-writable or
-	// owned by another user.
-	ErrUnsafeDir = errors.New("unsafe lock directory")
-
-	// ErrGuardBusy: the per-run-id guard flock was not granted within its
-	// bound (a stopped process may hold it). Transient: retried within the
-	// wait, then reported as ErrUnavailable naming the guard.
-	ErrGuardBusy = errors.New("guard busy")
 )
+
+// HeldError is returned by Acquire when the wait ran out with the lock
+// still held. It matches ErrHeld.
+type HeldError struct {
+	RunID  string
+	Holder Holder
+	At     time.Time
+}
+
+func (e *HeldError) Error() string {
+	verb := "locked"
+	if e.Holder.Orphaned {
+		verb = "held"
+	}
+	return fmt.Sprintf("run %q is %s by %s", e.RunID, verb, e.Holder.Describe(e.At))
+}
+
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// ErrModeMismatch: a run id is held as a semaphore of another size, or as a
+// semaphore by one side and a shared lock by the other. It is a usage
+// error, not contention: waiting would not make the two agree.
+var ErrModeMismatch = errors.New("holders disagree about the lock's mode")
+
+// MismatchError names both sides of a mode disagreement by their flags
+// ("--max 3", "--shared").
+type MismatchError struct {
+	RunID      string
+	Want, Have string
+	Holder     Holder
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)", e.RunID, e.Want, e.Have, e.Holder.Pid)
+}
+
+func (e *MismatchError) Unwrap() error { return ErrModeMismatch }
+
+// SlotsHeldError: every slot of a semaphore stayed held until the wait ran
+// out. It matches ErrHeld.
+type SlotsHeldError struct {
+	RunID   string
+	Max     int
+	Holders []Holder
+}
+
+func (e *SlotsHeldError) Error() string {
+	var pids []string
+	for _, h := range e.Holders {
+		pid := strconv.Itoa(h.Pid)
+		if h.Orphaned {
+			pid = h.orphanText()
+		}
+		pids = append(pids, pid)
+	}
+	return fmt.Sprintf("run %q: all %d slots are held (pids %s)", e.RunID, e.Max, strings.Join(pids, ", "))
+}
+
+func (e *SlotsHeldError) Unwrap() error { return ErrHeld }
+
+// flag is how the command line asks for a mode: --shared, or --max N
+// (N 0: --shared).
+func flag(max int) string {
+	if max == 0 {
+		return "--shared"
+	}
+	return "--max " + strconv.Itoa(max)
+}
+
+// MaxMismatch is the error of a --max want against running holders of
+// --max have (either 0: --shared).
+func MaxMismatch(runID string, want, have int, holder Holder) error {
+	return &MismatchError{RunID: runID, Want: flag(want), Have: flag(have), Holder: holder}
+}
+
+// SharedMaxMismatch is the error of --shared against running holders of
+// --max have (shared true), or of --max want against running shared
+// holders (shared false), for backends that keep the mode elsewhere (etcd).
+func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
+	if shared {
+		return &MismatchError{RunID: runID, Want: flag(0), Have: flag(max), Holder: holder}
+	}
+	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
+}

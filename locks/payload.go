@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // MaxPayload is the largest lock file that is parsed; a larger one is
@@ -32,10 +33,10 @@ type Payload struct {
 	FencingToken uint64 `json:"fencing_token,omitempty"`
 	// Hold: the holder keeps flock(LOCK_EX) on the run id's fence file
 	// until it has removed this file, so waiters on its host queue there
-	// (see hold.go).
+	// (see filelock/hold.go).
 	Hold bool `json:"hold,omitempty"`
 	// Tree: the holder keeps flock(LOCK_EX) on <key>.tree.<lock_id>, a
-	// descriptor its command's whole process tree inherits (tree.go). On
+	// descriptor its command's whole process tree inherits (filelock/tree.go). On
 	// this host and boot the lock is held while anything holds that flock.
 	Tree bool `json:"tree,omitempty"`
 }
@@ -102,6 +103,94 @@ func epochTime(sec float64) time.Time {
 	return time.Unix(int64(whole), int64(frac*1e9))
 }
 
-func epochSeconds(t time.Time) float64 {
-	return float64(t.UnixNano()) / 1e9
+// Holder is what is known of the process holding a lock.
+type Holder struct {
+	Payload
+	Path    string
+	Torn    bool      // the file could not be parsed yet (a writer may be mid-write)
+	ModTime time.Time // of the lock file
+	// RecheckAt is when the lock may turn stale by itself: its expiry, or
+	// the end of a torn file's grace.
+	RecheckAt time.Time
+	// Local: the holder's pid is on this host, boot and pid namespace.
+	Local bool
+	// TreeFile is the holder's tree file when it has one on this host and
+	// boot (filelock/tree.go); "" otherwise.
+	TreeFile string
+	// Orphaned: "holder dead, command still running" — the holder is gone
+	// but its command's tree still holds the tree file's flock.
+	Orphaned bool
+	// Pids are the processes of an orphaned tree that still run, as far
+	// as /proc shows them (filelock.FindPids); PidsKnown is false when it
+	// could not.
+	Pids      []int
+	PidsKnown bool
+	// Owner is the user owning the lock file when that is not us ("uid
+	// 65534 (nobody)", in a shared dir), else "".
+	Owner string
+}
+
+// OrphanedText is how status and conflicts name an orphaned holder.
+const OrphanedText = "holder dead, command still running"
+
+// Describe says, in one phrase, who holds the lock.
+func (h *Holder) Describe(now time.Time) string {
+	if h.Torn {
+		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
+	}
+	if h.Orphaned {
+		return "pid " + h.orphanText()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pid %d", h.Pid)
+	if h.Owner != "" {
+		fmt.Fprintf(&b, " of %s", h.Owner)
+	}
+	if h.Host != "" {
+		fmt.Fprintf(&b, " on %s", h.Host)
+	}
+	if h.Command != "" {
+		fmt.Fprintf(&b, " (%s)", OneLine(h.Command))
+	}
+	if h.CreatedAt > 0 {
+		fmt.Fprintf(&b, " for %s", age(now, h.Created()))
+	}
+	return b.String()
+}
+
+// OneLine turns control characters (newlines and tabs of a `sh -c` script,
+// terminal escapes) into spaces, so that text taken from a lock file — a
+// holder's command above all — stays on its line: a conflict is reported in
+// exactly one line, a table row or a redrawn waiting line must not break.
+func OneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// orphanText names an orphaned holder's command and the surviving pids
+// of its tree: "123's command (holder dead, command still running: pids 124 125)".
+func (h *Holder) orphanText() string {
+	pids := "pids " + strings.Trim(fmt.Sprint(h.Pids), "[]")
+	switch {
+	case !h.PidsKnown:
+		pids = "pids unknown"
+	case len(h.Pids) == 0:
+		pids = "no pids found"
+	}
+	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, pids)
+}
+
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }

@@ -5,12 +5,13 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The payload round-trips through its encoding, and the seed's five fields
 // are there under the seed's names, as numbers where the seed writes floats.
 func TestPayloadEncodeRoundTrip(t *testing.T) {
-	p := Payload{RunID: "nightly <db> & co", LockID: randomID(), Pid: 4242, CreatedAt: 1796003097.123456,
+	p := Payload{RunID: "nightly <db> & co", LockID: "7c0ad7a4b3e1f6d2a9c8b5e4f3a2d1c0", Pid: 4242, CreatedAt: 1796003097.123456,
 		ExpiresAt: 1796003127.123456, Host: "vm", BootID: "e3bd454d", PidNS: 4026531836, PidStart: 987654,
 		Command: "sh -c 'backup --to \"/mnt/x\"\n'\t\u2028", FencingToken: 42, Hold: true}
 	enc, err := p.Encode()
@@ -62,5 +63,17 @@ func TestParsePayloadSeedWriter(t *testing.T) {
 		if _, err := ParsePayload([]byte(bad)); err == nil {
 			t.Errorf("ParsePayload(%q) accepted", bad)
 		}
+	}
+}
+
+func TestEpochTimeFarFuture(t *testing.T) {
+	now := time.Now()
+	for _, sec := range []float64{1e12, 1e18, 1e300} {
+		if got := epochTime(sec); !got.After(now) {
+			t.Errorf("epochTime(%g) = %v: not in the future", sec, got)
+		}
+	}
+	if got := epochTime(1_700_000_000.25); got.UnixNano() != 1_700_000_000_250_000_000 {
+		t.Errorf("epochTime lost precision: %d", got.UnixNano())
 	}
 }

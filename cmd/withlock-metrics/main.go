@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/history"
 )
 
@@ -35,7 +36,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "withlock: metrics: takes no arguments (got %q)\n", fs.Args())
 		os.Exit(64)
 	}
-	if err := run(locks.ResolveDir(*dir, os.Getenv), *textfile); err != nil {
+	if err := run(filelock.ResolveDir(*dir, os.Getenv), *textfile); err != nil {
 		fmt.Fprintln(os.Stderr, "withlock: metrics:", err)
 		os.Exit(73)
 	}
@@ -109,7 +110,7 @@ func (m *metrics) collect(dir string) error {
 		}
 		seen[recs[len(recs)-1].RunID] = history.Summarize(recs)
 	}
-	locker, err := locks.NewRunLocker(dir, locks.DefaultTTL)
+	locker, err := filelock.NewRunLocker(dir, locks.DefaultTTL)
 	if err != nil {
 		return err
 	}
@@ -119,12 +120,12 @@ func (m *metrics) collect(dir string) error {
 	}
 	held := map[string]bool{} // run id -> some holder alive
 	for _, l := range rep.Locks {
-		if l.State != locks.StateHeld && l.State != locks.StateTorn {
+		if l.State != filelock.StateHeld && l.State != filelock.StateTorn {
 			continue
 		}
 		id, _, _, _ := locks.ParseSlotRunID(l.Payload.RunID)
-		held[id] = held[id] || l.Liveness != locks.HolderDead
-		if s, ok := seen[id]; ok && l.State == locks.StateHeld {
+		held[id] = held[id] || l.Liveness != filelock.HolderDead
+		if s, ok := seen[id]; ok && l.State == filelock.StateHeld {
 			// A run under way has no record yet: its start is its lock's.
 			s.LastStart = max(s.LastStart, l.Payload.CreatedAt)
 			seen[id] = s

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 var version = "" // set with -ldflags "-X main.version=..."; else from build info
@@ -92,7 +93,7 @@ func completeRunIDs(ctx context.Context, c *cli.Command) {
 		cli.DefaultCompleteWithFlags(ctx, c)
 		return
 	}
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return
 	}
@@ -133,9 +134,9 @@ func versionString() string {
 // the same one line instead of the runtime's abort. Parsing the command
 // line opens no descriptor.
 func checkDescriptors(ctx context.Context, c *cli.Command) (context.Context, error) {
-	check := locks.CheckDescriptors
+	check := filelock.CheckDescriptors
 	if c.Name == "run" || c.Name == "scope" {
-		check = locks.ReserveDescriptors
+		check = filelock.ReserveDescriptors
 	}
 	if err := check(); err != nil {
 		return ctx, exitWith(exitCantCreate, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // heldLock is a lock that a backend granted: what the child is told, a
@@ -56,7 +57,7 @@ func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait f
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), ttl)
+	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), ttl)
 	if err != nil {
 		return nil, exitWith(exitCantCreate, err)
 	}
@@ -69,7 +70,7 @@ func newFileBackend(c *cli.Command, log zerolog.Logger, command string, onWait f
 // fileBackend is the local run lock of SPEC §3, or with slot a slot of a
 // semaphore (--max: max ≥ 1) or a shared slot (--shared: max 0).
 type fileBackend struct {
-	locker *locks.RunLocker
+	locker *filelock.RunLocker
 	slot   bool
 	max    int
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/scope"
 )
 
@@ -59,7 +60,7 @@ func breakAction(_ context.Context, c *cli.Command) error {
 	if c.String("backend") == "etcd" {
 		return etcdBreak(c, runID)
 	}
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
@@ -126,9 +127,9 @@ func breakScopes(c *cli.Command) error {
 
 // breakOne breaks the lock of id (a run id or a slot's derived id);
 // quietFree says nothing when there is no lock.
-func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
+func breakOne(c *cli.Command, locker *filelock.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
 	b, err := locker.Break(runID, c.Bool("force"))
-	var live *locks.LiveHolderError
+	var live *filelock.LiveHolderError
 	how := "" // how an orphaned holder's tree was ended
 	if errors.As(err, &live) && c.Bool("signal") {
 		b, how, err = signalThenBreak(locker, live, c.Duration("grace"))
@@ -140,7 +141,7 @@ func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(st
 	case errors.Is(err, errReleased):
 		say("pid %d released the lock of %s after SIGTERM", live.Holder.Pid, slotName(runID))
 		return nil
-	case errors.Is(err, locks.ErrNoLock):
+	case errors.Is(err, filelock.ErrNoLock):
 		if !quietFree {
 			say("no lock for %s", slotName(runID))
 		}
@@ -151,7 +152,7 @@ func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(st
 		return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(runID), err))
 	}
 	why := string(b.Reason)
-	if b.Reason == locks.NotStale {
+	if b.Reason == filelock.NotStale {
 		why = "forced"
 	}
 	say("moved the lock of %s aside (%s; was %s): %s", slotName(runID), why, b.Holder.Describe(time.Now()), b.MovedTo)
@@ -159,7 +160,7 @@ func breakOne(c *cli.Command, locker *locks.RunLocker, runID string, say func(st
 }
 
 // breakHint says what the user may do about a refusal.
-func breakHint(live *locks.LiveHolderError) string {
+func breakHint(live *filelock.LiveHolderError) string {
 	if live.Holder.Orphaned {
 		return "its holder is dead but its command still runs and holds the lock; --signal ends that command (TERM, --grace, KILL) and frees the lock"
 	}
@@ -187,7 +188,7 @@ const treeKillWait = 10 * time.Second
 // signalled (its pid may be another process's). It reports how an
 // orphaned tree was ended ("" for a holder); errReleased when the holder
 // released the lock itself.
-func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace time.Duration) (*locks.Broken, string, error) {
+func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError, grace time.Duration) (*filelock.Broken, string, error) {
 	h := live.Holder
 	how := ""
 	switch {
@@ -207,21 +208,21 @@ func signalThenBreak(locker *locks.RunLocker, live *locks.LiveHolderError, grace
 	// (its heartbeat then finds the lock lost); an orphaned tree gets KILL.
 	if err := locker.AwaitRelease(live.RunID, h.LockID, grace); err != nil && h.Orphaned {
 		how += ", then KILL after " + grace.String()
-		h.FindPids()
+		filelock.FindPids(&h)
 		signalTree(h.Pids, syscall.SIGKILL)
 		if err := locker.AwaitRelease(live.RunID, h.LockID, treeKillWait); err != nil {
 			return nil, "", fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
 		}
 	}
 	b, err := locker.BreakHolder(live.RunID, h.LockID)
-	if errors.Is(err, locks.ErrNoLock) {
+	if errors.Is(err, filelock.ErrNoLock) {
 		return nil, "", errReleased
 	}
 	return b, how, err
 }
 
 // signalTree sends sig to each pid that is still there; the pids are
-// those the holder's tree had when last found (Holder.FindPids).
+// those the holder's tree had when last found (filelock.FindPids).
 func signalTree(pids []int, sig syscall.Signal) {
 	for _, pid := range pids {
 		signalHolder(pid, 0, sig)

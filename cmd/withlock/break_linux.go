@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // signalHolder sends sig to pid only if it is still the process that
@@ -22,7 +22,7 @@ func signalHolder(pid int, start uint64, sig syscall.Signal) error {
 	if err == nil {
 		defer unix.Close(fd)
 	}
-	now, rerr := locks.ProcessStartTime(pid)
+	now, rerr := filelock.ProcessStartTime(pid)
 	switch {
 	case errors.Is(rerr, fs.ErrNotExist) || errors.Is(rerr, syscall.ESRCH) || (rerr == nil && start != 0 && now != start):
 		return nil

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // holderLock writes, as a holder on this host would, the lock of runID
 // held by pid (started at start) and returns the refusal that Break gave
 // while that holder was alive: what `withlock break --signal` acts on.
-func holderLock(t *testing.T, r *locks.RunLocker, runID string, pid int, start uint64) *locks.LiveHolderError {
+func holderLock(t *testing.T, r *filelock.RunLocker, runID string, pid int, start uint64) *filelock.LiveHolderError {
 	t.Helper()
-	self, err := locks.SelfIdentity()
+	self, err := filelock.SelfIdentity()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func holderLock(t *testing.T, r *locks.RunLocker, runID string, pid int, start u
 	if err := os.WriteFile(r.LockPath(runID), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &locks.LiveHolderError{RunID: runID, Holder: locks.Holder{Payload: p, Local: true}, At: now}
+	return &filelock.LiveHolderError{RunID: runID, Holder: locks.Holder{Payload: p, Local: true}, At: now}
 }
 
 // TestSignalThenBreakHolderGoneMeanwhile: the holder Break found alive
@@ -46,7 +47,7 @@ func holderLock(t *testing.T, r *locks.RunLocker, runID string, pid int, start u
 // process). Nothing is signalled, and its lock, now stale, is moved aside
 // — not a failure (exit 73) because the pid could not be signalled.
 func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
-	r, err := locks.NewRunLocker(filepath.Join(t.TempDir(), "locks"), time.Minute)
+	r, err := filelock.NewRunLocker(filepath.Join(t.TempDir(), "locks"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,8 @@ func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
 	}
 	live := holderLock(t, r, "gone", exited.Process.Pid, 1)
 	b, _, err := signalThenBreak(r, live, 5*time.Second)
-	if err != nil || b.Reason != locks.StaleDead {
-		t.Fatalf("holder exited: %+v %v; want its lock moved aside as %q", b, err, locks.StaleDead)
+	if err != nil || b.Reason != filelock.StaleDead {
+		t.Fatalf("holder exited: %+v %v; want its lock moved aside as %q", b, err, filelock.StaleDead)
 	}
 
 	// The pid now names another process: it must not get the TERM.
@@ -67,14 +68,14 @@ func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { other.Process.Kill(); other.Wait() }() // on an early failure
-	start, err := locks.ProcessStartTime(other.Process.Pid)
+	start, err := filelock.ProcessStartTime(other.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	live = holderLock(t, r, "reused", other.Process.Pid, start+1)
 	b, _, err = signalThenBreak(r, live, 5*time.Second)
-	if err != nil || b.Reason != locks.StaleReused {
-		t.Fatalf("pid reused: %+v %v; want the lock moved aside as %q", b, err, locks.StaleReused)
+	if err != nil || b.Reason != filelock.StaleReused {
+		t.Fatalf("pid reused: %+v %v; want the lock moved aside as %q", b, err, filelock.StaleReused)
 	}
 	if !strings.HasPrefix(b.MovedTo, r.LockPath("reused")+".stale.") {
 		t.Errorf("moved to %s", b.MovedTo)

@@ -89,7 +89,7 @@ func lockFlags(more ...[]cli.Flag) []cli.Flag {
 }
 
 // dirFlag is every --dir flag (run, status, break, gc): where the lock
-// directory is when the flag is not given (locks.ResolveDir).
+// directory is when the flag is not given (filelock.ResolveDir).
 func dirFlag() cli.Flag { return &cli.StringFlag{Name: "dir", Usage: dirUsage} }
 
 const dirUsage = "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, /run/withlock for root, /tmp/withlock-UID for others)"

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 func gcCommand() *cli.Command {
@@ -27,7 +28,7 @@ Examples:
    @weekly withlock gc -q`,
 		Flags: []cli.Flag{
 			dirFlag(),
-			&durFlag{Name: "older-than", Value: locks.DefaultGCAge, Config: durOpts{days: true}, Usage: "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"},
+			&durFlag{Name: "older-than", Value: filelock.DefaultGCAge, Config: durOpts{days: true}, Usage: "remove only files older than `AGE` (days 7d, seconds, or a duration 36h)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be removed, remove nothing"},
 			&cli.BoolFlag{Name: "history", Usage: "also remove the run history (<key>.runs) of run ids that hold no lock and were idle longer than --older-than"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing (errors still print)"},
@@ -41,7 +42,7 @@ func gcAction(_ context.Context, c *cli.Command) error {
 		return usageError("gc: takes no arguments (got %q)", c.Args().Slice())
 	}
 	olderThan := c.Duration("older-than")
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/supervisor"
 )
@@ -48,7 +49,7 @@ func recordHistory(c *cli.Command, log zerolog.Logger, be backend, runID string,
 // in history_etcd.go.
 var historyWriters = map[string]func(c *cli.Command, runID string) func(...history.Record) error{
 	"file": func(c *cli.Command, runID string) func(...history.Record) error {
-		path := history.File(locks.ResolveDir(c.String("dir"), os.Getenv), runID)
+		path := history.File(filelock.ResolveDir(c.String("dir"), os.Getenv), runID)
 		return func(recs ...history.Record) error { return history.Append(path, recs...) }
 	},
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // metricsBinaryName is the binary that writes the metrics: the Prometheus
@@ -46,7 +46,7 @@ func metricsAction(_ context.Context, c *cli.Command) error {
 	if c.NArg() > 0 {
 		return usageError("metrics: takes no arguments (got %q)", c.Args().Slice())
 	}
-	args := []string{"--dir", locks.ResolveDir(c.String("dir"), os.Getenv)}
+	args := []string{"--dir", filelock.ResolveDir(c.String("dir"), os.Getenv)}
 	if c.String("textfile") != "" {
 		args = append(args, "--textfile", c.String("textfile"))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/scope"
 	"github.com/withlock/withlock/supervisor"
 )
@@ -299,8 +300,8 @@ func releaseBounded(log zerolog.Logger, runID string, lock heldLock, onStuck fun
 		onStuck()
 	})
 	err := lock.Release()
-	if locks.OutOfDescriptors(err) {
-		locks.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
+	if filelock.OutOfDescriptors(err) {
+		filelock.FreeReserve() // the descriptors set aside for the release (checkDescriptors, app.go)
 		err = lock.Release()
 	}
 	if !stuck.Stop() {

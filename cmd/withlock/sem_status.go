@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // semStatus is one semaphore or shared lock in `status --json`
@@ -26,7 +27,7 @@ type semStatus struct {
 
 // withSlotIDs adds to the named run ids the slots of those used as a
 // semaphore or shared lock, so that `status RUN_ID` shows its holders.
-func withSlotIDs(locker *locks.RunLocker, runIDs []string) []string {
+func withSlotIDs(locker *filelock.RunLocker, runIDs []string) []string {
 	out := slices.Clone(runIDs)
 	for _, id := range runIDs {
 		mode, _, slots, found, err := locker.SlotsOf(id)

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // status lists every slot holder under the user's run id with its slot,
 // and sums the semaphore up with its holder and waiter counts.
 func TestStatusSemaphore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "locks")
-	r, err := locks.NewRunLocker(dir, time.Minute)
+	r, err := filelock.NewRunLocker(dir, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

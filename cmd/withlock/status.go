@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/locks/scope"
 )
@@ -50,7 +51,7 @@ func statusAction(_ context.Context, c *cli.Command) error {
 	if c.String("backend") == "etcd" {
 		return etcdStatus(c)
 	}
-	locker, err := locks.NewRunLocker(locks.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
 	if err != nil {
 		return exitWith(exitCantCreate, err)
 	}
@@ -173,7 +174,7 @@ type scopeStatus struct {
 
 // gatherStatus reads the lock directory and the scope registry. What could
 // not be read goes to Errors; the rest is still reported.
-func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *statusReport {
+func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
 	if len(runIDs) > 0 {
@@ -184,12 +185,12 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 	if len(runIDs) > 0 {
 		// Only these run ids' files: a directory of 10,000 locks is not
 		// read for one of them.
-		inspect = func() (*locks.DirReport, error) { return locker.InspectRuns(ids) }
+		inspect = func() (*filelock.DirReport, error) { return locker.InspectRuns(ids) }
 	}
 	rep, err := inspect()
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
-		rep = &locks.DirReport{}
+		rep = &filelock.DirReport{}
 	}
 	for _, l := range rep.Locks {
 		for _, id := range ids {
@@ -198,7 +199,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 			}
 		}
 		st.Locks = append(st.Locks, newLockStatus(l, now))
-		if l.State == locks.StateUnreadable {
+		if l.State == filelock.StateUnreadable {
 			st.Errors = append(st.Errors, l.Err.Error())
 		}
 	}
@@ -223,7 +224,7 @@ func gatherStatus(locker *locks.RunLocker, runIDs []string, scopeFile string) *s
 
 // newLockStatus is l as status shows it; a slot's derived run id is the
 // user's run id plus the slot it is.
-func newLockStatus(l locks.LockInfo, now time.Time) lockStatus {
+func newLockStatus(l filelock.LockInfo, now time.Time) lockStatus {
 	p := l.Payload
 	ls := lockStatus{
 		RunID: p.RunID, Key: l.Key, LockFile: l.Path, State: string(l.State),

@@ -11,16 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // statusFixture is a lock dir with a lock held by this process, a
 // moved-aside lock, and a scope registry: a live root (this process) that
 // delegated part of its tree to a child whose holder is dead.
-func statusFixture(t *testing.T) (*locks.RunLocker, string, func()) {
+func statusFixture(t *testing.T) (*filelock.RunLocker, string, func()) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "locks")
-	r, err := locks.NewRunLocker(dir, time.Minute)
+	r, err := filelock.NewRunLocker(dir, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestShortDuration(t *testing.T) {
 // `sh -c` script) stays in its row and column.
 func TestStatusTableOneRowPerLock(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "locks")
-	r, err := locks.NewRunLocker(dir, time.Minute)
+	r, err := filelock.NewRunLocker(dir, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // ErrNoLock: there is no lock file for the run id (nothing to break).
@@ -17,7 +19,7 @@ var ErrNoLock = errors.New("no lock")
 // it is not (another host, a fresh torn file). It matches ErrHeld.
 type LiveHolderError struct {
 	RunID  string
-	Holder Holder // Local and not Orphaned: alive on this host
+	Holder locks.Holder // Local and not Orphaned: alive on this host
 	At     time.Time
 }
 
@@ -34,11 +36,11 @@ func (e *LiveHolderError) Error() string {
 	return fmt.Sprintf("run %q is held by %s, %s", e.RunID, e.Holder.Describe(e.At), where)
 }
 
-func (e *LiveHolderError) Unwrap() error { return ErrHeld }
+func (e *LiveHolderError) Unwrap() error { return locks.ErrHeld }
 
 // Broken is a lock that Break moved aside.
 type Broken struct {
-	Holder  Holder
+	Holder  locks.Holder
 	Reason  StaleReason // why it was stale; NotStale when forced over a live holder
 	MovedTo string
 }
@@ -103,7 +105,7 @@ func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken,
 	h := r.holder(lockPath, v, verdict)
 	reason := verdict.Reason
 	if reason == NotStale && !force {
-		h.FindPids()
+		FindPids(h)
 		return nil, &LiveHolderError{RunID: runID, Holder: *h, At: r.now()}
 	}
 	if err := checkOwned("lock file", lockPath, v.fi); err != nil {
@@ -184,7 +186,7 @@ func (r *RunLocker) AwaitRelease(runID, lockID string, wait time.Duration) error
 		start: r.now(),
 		wait:  wait,
 		names: []string{filepath.Base(lockPath)},
-		try: func() (bool, []*Holder, error) {
+		try: func() (bool, []*locks.Holder, error) {
 			v, err := r.read(lockPath)
 			if errors.Is(err, fs.ErrNotExist) {
 				return true, nil, nil
@@ -196,7 +198,7 @@ func (r *RunLocker) AwaitRelease(runID, lockID string, wait time.Duration) error
 			if !verdict.Held() || v.parseErr == nil && v.payload.LockID != lockID {
 				return true, nil, nil
 			}
-			return false, []*Holder{r.holder(lockPath, v, verdict)}, nil
+			return false, []*locks.Holder{r.holder(lockPath, v, verdict)}, nil
 		},
 	})
 }

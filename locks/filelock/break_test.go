@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 func TestBreakMovesStaleLockAside(t *testing.T) {
@@ -59,7 +61,7 @@ func TestBreakNeverOverwritesEarlierStaleFile(t *testing.T) {
 		}
 		moved = append(moved, filepath.Base(b.MovedTo))
 	}
-	want := Key("job") + ".lock.stale.1700000000"
+	want := locks.Key("job") + ".lock.stale.1700000000"
 	if moved[0] != want || moved[1] != want+".1" || moved[2] != want+".2" {
 		t.Errorf("moved to %q", moved)
 	}
@@ -81,7 +83,7 @@ func TestBreakRefusesLiveHolderUnlessForced(t *testing.T) {
 	} {
 		_, err := r.Break(id, false)
 		var live *LiveHolderError
-		if !errors.As(err, &live) || !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), want) {
+		if !errors.As(err, &live) || !errors.Is(err, locks.ErrHeld) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want a LiveHolderError saying %q", id, err, want)
 		}
 		if _, err := os.Stat(r.LockPath(id)); err != nil {
@@ -93,7 +95,7 @@ func TestBreakRefusesLiveHolderUnlessForced(t *testing.T) {
 	if err != nil || b.Reason != NotStale {
 		t.Fatalf("forced: %+v %v", b, err)
 	}
-	if err := l.Release(); !errors.Is(err, ErrLost) {
+	if err := l.Release(); !errors.Is(err, locks.ErrLost) {
 		t.Errorf("release after break: %v, want ErrLost (the lock is no longer ours)", err)
 	}
 }
@@ -157,7 +159,7 @@ func TestAwaitReleaseWakesOnHolderExit(t *testing.T) {
 		t.Fatal("holder did not report a lock")
 	}
 
-	var held *HeldError
+	var held *locks.HeldError
 	if err := r.AwaitRelease("job", lockID, 100*time.Millisecond); !errors.As(err, &held) {
 		t.Fatalf("AwaitRelease with a live holder: %v, want a *HeldError once the wait ran out", err)
 	}

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -6,11 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"time"
 )
-
-// DefaultTTL is the lock's lifetime without renewal when nothing says else.
-const DefaultTTL = 30 * time.Second
 
 // ResolveDir picks the lock directory: flag > WITHLOCK_DIR >
 // NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > DefaultDir.
@@ -34,26 +30,6 @@ func DefaultDir() string {
 		return "/run/withlock"
 	}
 	return "/tmp/withlock-" + strconv.Itoa(uid)
-}
-
-// ResolveTTL picks the TTL: flag > WITHLOCK_TTL (a Go duration, or bare
-// seconds) > NEXUSCORE_RUN_LOCK_TTL_SECONDS (integer seconds) > 30s.
-// A TTL outside MinTTL … MaxTTL is an *InvalidError (ErrInvalid).
-func ResolveTTL(flag time.Duration, getenv func(string) string) (time.Duration, error) {
-	if flag != 0 {
-		return checkTTL("--ttl "+flag.String(), flag)
-	}
-	if v := getenv("WITHLOCK_TTL"); v != "" {
-		what := "WITHLOCK_TTL=" + strconv.Quote(v)
-		if d, err := time.ParseDuration(v); err == nil {
-			return checkTTL(what, d)
-		}
-		return checkTTLSeconds(what, v, "not a duration (30s, 5m) or a number of seconds")
-	}
-	if v := getenv("NEXUSCORE_RUN_LOCK_TTL_SECONDS"); v != "" {
-		return checkTTLSeconds("NEXUSCORE_RUN_LOCK_TTL_SECONDS="+strconv.Quote(v), v, "not an integer number of seconds")
-	}
-	return DefaultTTL, nil
 }
 
 // EnsureDir creates dir 0700 if it is missing (its parents too) and refuses

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -21,6 +21,10 @@ var euid = sync.OnceValue(os.Geteuid)
 // guard or fence file planted under a run id's name. It ends an attempt at
 // once (exit 73), never a silent wait.
 var ErrNotOurs = errors.New("owned by another user")
+
+// ErrUnsafeDir: the lock directory is a symlink, world-writable or
+// owned by another user.
+var ErrUnsafeDir = errors.New("unsafe lock directory")
 
 // checkPrivateDir refuses a directory that another user could write into:
 // a symlink (its target may be changed), anything writable by group or

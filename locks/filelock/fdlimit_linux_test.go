@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // The release of a lock needs two new descriptors (the guard, a read of
@@ -149,7 +151,7 @@ func TestScarceResourcesBeforeTheCommand(t *testing.T) {
 			r.FS = &f
 			start := time.Now()
 			_, err := r.Acquire(t.Context(), "job", -1)
-			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, c.errno) {
+			if !errors.Is(err, locks.ErrUnavailable) || !errors.Is(err, c.errno) {
 				t.Fatalf("err = %v, want ErrUnavailable with %v", err, c.errno)
 			}
 			if !strings.Contains(err.Error(), dir) {

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import "github.com/withlock/withlock/internal/fsys"
 

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 func TestCollectGarbage(t *testing.T) {
@@ -15,7 +17,7 @@ func TestCollectGarbage(t *testing.T) {
 	r := newTestLocker(t, dir, time.Minute)
 	now := time.Now()
 	old := now.Add(-30 * 24 * time.Hour)
-	key := Key("job")
+	key := locks.Key("job")
 	files := map[string]time.Time{
 		key + ".lock.stale.1000000000":                  now,                        // moved aside in 2001 (the name says)
 		key + ".lock.stale.1000000000.1":                now,                        // its collision sibling

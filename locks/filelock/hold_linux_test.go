@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/withlock/withlock/internal/testwait"
+	"github.com/withlock/withlock/locks"
 )
 
 // holdFree reports whether a new open file description of the fence file
@@ -333,7 +334,7 @@ func TestAbandonedRequestPassesTheHoldOn(t *testing.T) {
 	l, w := heldWithWaiter(t, time.Hour)
 	counts := countWaits(w)
 	_, err := w.Acquire(context.Background(), "job", 100*time.Millisecond)
-	if !errors.Is(err, ErrHeld) {
+	if !errors.Is(err, locks.ErrHeld) {
 		t.Fatalf("err = %v, want ErrHeld", err)
 	}
 	if counts.queued.Load() == 0 {

@@ -1,7 +1,8 @@
-package locks
+package filelock
 
 import (
 	"github.com/withlock/withlock/internal/proc"
+	"github.com/withlock/withlock/locks"
 
 	"bytes"
 	"encoding/json"
@@ -25,7 +26,7 @@ func FuzzNeverTwoHolders(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	live := Payload{RunID: "job", LockID: "l", Pid: self.Pid, CreatedAt: epochSeconds(now), ExpiresAt: epochSeconds(now.Add(time.Hour)),
+	live := locks.Payload{RunID: "job", LockID: "l", Pid: self.Pid, CreatedAt: epochSeconds(now), ExpiresAt: epochSeconds(now.Add(time.Hour)),
 		Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: self.PidStart, FencingToken: 7}
 	f.Add(encoded(live), true)
 	seedJSON, _ := json.Marshal(map[string]any{"run_id": "job", "lock_id": "x", "pid": 1, "created_at": 1, "expires_at": 4e9})
@@ -39,7 +40,7 @@ func FuzzNeverTwoHolders(f *testing.F) {
 	f.Add([]byte(`{"run_id":"job",`), true)
 	f.Add([]byte(`{"run_id":"job",`), false)
 	f.Add([]byte{}, true)
-	f.Add(append(encoded(live)[:len(encoded(live))-2], []byte(`,"pad":"`+strings.Repeat("<", MaxPayload)+`"}`)...), true)
+	f.Add(append(encoded(live)[:len(encoded(live))-2], []byte(`,"pad":"`+strings.Repeat("<", locks.MaxPayload)+`"}`)...), true)
 	f.Fuzz(func(t *testing.T, data []byte, fresh bool) {
 		dir := t.TempDir()
 		lockers := make([]*RunLocker, 2)
@@ -61,7 +62,7 @@ func FuzzNeverTwoHolders(f *testing.F) {
 		if err := os.Chtimes(path, mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
-		p, perr := ParsePayload(data)
+		p, perr := locks.ParsePayload(data)
 		// Held for sure: parses and expires well after this iteration, or
 		// does not parse and is fresh.
 		held := (perr == nil && p.Expires().After(time.Now().Add(time.Minute))) || (perr != nil && fresh)

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // A read-only look at a lock directory, for `withlock status`: every run
@@ -43,7 +45,7 @@ const (
 // "holder dead, command still running", with the Pids of the tree that
 // still run when PidsKnown) and what the stale rules say of it.
 type LockInfo struct {
-	Holder
+	locks.Holder
 	Key         string // sha256hex(run_id), from the file name
 	State       LockState
 	StaleReason StaleReason // set when State is StateStale
@@ -150,7 +152,7 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	}
 	keys := make(map[string]bool, len(runIDs))
 	for _, id := range runIDs {
-		key := Key(id)
+		key := locks.Key(id)
 		if keys[key] {
 			continue
 		}
@@ -175,12 +177,12 @@ func readLockDir(fsys FS, dir string) ([]fs.DirEntry, error) {
 func (r *RunLocker) inspectLock(path, key string) LockInfo {
 	v, err := r.read(path)
 	if err != nil {
-		return LockInfo{Holder: Holder{Path: path}, Key: key, State: StateUnreadable, Liveness: HolderUnknown, Err: err}
+		return LockInfo{Holder: locks.Holder{Path: path}, Key: key, State: StateUnreadable, Liveness: HolderUnknown, Err: err}
 	}
 	verdict := r.judge(v)
 	info := LockInfo{Holder: *r.holder(path, v, verdict), Key: key, State: StateHeld,
 		StaleReason: verdict.Reason, Liveness: HolderUnknown, Err: v.parseErr, Tree: verdict.Tree}
-	info.FindPids()
+	FindPids(&info.Holder)
 	if info.TreeFile != "" && info.Tree == TreeNone {
 		info.Tree = TreeRunning // an alive holder holds its own tree file
 	}

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"errors"
@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // holderPayload is a payload for runID held by pid on this host, boot and
 // pid namespace (start 0: not compared), valid for ttl from now.
-func holderPayload(r *RunLocker, runID string, pid int, ttl time.Duration) Payload {
+func holderPayload(r *RunLocker, runID string, pid int, ttl time.Duration) locks.Payload {
 	now := time.Now()
-	return Payload{
+	return locks.Payload{
 		RunID: runID, LockID: randomID(), Pid: pid,
 		CreatedAt: epochSeconds(now.Add(-time.Minute)), ExpiresAt: epochSeconds(now.Add(ttl)),
 		Host: r.self.Host, BootID: r.self.BootID, PidNS: r.self.PidNS,
@@ -23,7 +25,7 @@ func holderPayload(r *RunLocker, runID string, pid int, ttl time.Duration) Paylo
 func findLock(t *testing.T, rep *DirReport, runID string) LockInfo {
 	t.Helper()
 	for _, l := range rep.Locks {
-		if l.Key == Key(runID) {
+		if l.Key == locks.Key(runID) {
 			return l
 		}
 	}
@@ -122,7 +124,7 @@ func TestInspectListsLeftovers(t *testing.T) {
 		t.Fatalf("locks %+v leftovers %+v", rep.Locks, rep.Leftovers)
 	}
 	s, tm := rep.Leftovers[0], rep.Leftovers[1]
-	if s.Kind != LeftoverStale || s.Path != stale || s.RunID != "job" || s.Key != Key("job") || !s.Since.Equal(time.Unix(1000000000, 0)) {
+	if s.Kind != LeftoverStale || s.Path != stale || s.RunID != "job" || s.Key != locks.Key("job") || !s.Since.Equal(time.Unix(1000000000, 0)) {
 		t.Errorf("stale leftover %+v", s)
 	}
 	if tm.Kind != LeftoverTemp || tm.Path != tmp || tm.Size != 1 {

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/locks"
 )
 
 // Lock is a held run lock. Renew and Release act only while the file on
@@ -24,7 +25,7 @@ type Lock struct {
 	files runFiles
 
 	mu      sync.Mutex
-	payload Payload
+	payload locks.Payload
 	written []byte // the lock file's bytes as we last wrote them
 	serial  int
 	hold    *os.File // the hold's flock (hold.go), let go after the file
@@ -45,7 +46,7 @@ func (l *Lock) LockID() string { return l.Payload().LockID }
 func (l *Lock) FencingToken() uint64 { return l.Payload().FencingToken }
 
 // Payload is what was last written to the lock file.
-func (l *Lock) Payload() Payload {
+func (l *Lock) Payload() locks.Payload {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.payload
@@ -67,27 +68,27 @@ func (l *Lock) Env() []string {
 // verifyOwned reads the lock file under the guard and reports ErrLost when
 // it is gone or carries another lock_id.
 func (l *Lock) verifyOwned() error {
-	data, fi, err := l.r.fsys().ReadLockFile(l.Path, MaxPayload)
+	data, fi, err := l.r.fsys().ReadLockFile(l.Path, locks.MaxPayload)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s is gone", ErrLost, l.Path)
+		return fmt.Errorf("%w: %s is gone", locks.ErrLost, l.Path)
 	}
 	if err != nil {
 		return err
 	}
 	if err := checkOwned("lock file", l.Path, fi); err != nil {
-		return fmt.Errorf("%w: %w", ErrLost, err)
+		return fmt.Errorf("%w: %w", locks.ErrLost, err)
 	}
 	if len(l.written) > 0 && bytes.Equal(data, l.written) {
 		// Exactly what we wrote, our random lock_id included: no need to
 		// parse it.
 		return nil
 	}
-	p, err := ParsePayload(data)
+	p, err := locks.ParsePayload(data)
 	if err != nil {
-		return fmt.Errorf("%w: %s was replaced by an unreadable file", ErrLost, l.Path)
+		return fmt.Errorf("%w: %s was replaced by an unreadable file", locks.ErrLost, l.Path)
 	}
 	if p.LockID != l.payload.LockID && !failpoint.On(failpoint.BrokenLockID) {
-		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", ErrLost, l.Path, p.Pid, p.LockID)
+		return fmt.Errorf("%w: %s now belongs to pid %d (lock_id %s)", locks.ErrLost, l.Path, p.Pid, p.LockID)
 	}
 	return nil
 }
@@ -210,16 +211,21 @@ func (l *Lock) Heartbeat() (lost <-chan error, stop func()) {
 			if err == nil {
 				continue
 			}
-			if errors.Is(err, ErrLost) {
+			if errors.Is(err, locks.ErrLost) {
 				ch <- err
 				return
 			}
 			l.r.Log.Warn().Err(err).Str("run_id", l.RunID).Msg("lock renewal failed; retrying")
 			if l.r.now().After(l.Payload().Expires()) {
-				ch <- fmt.Errorf("%w: renewals failed until the lock expired: %w", ErrLost, err)
+				ch <- fmt.Errorf("%w: renewals failed until the lock expired: %w", locks.ErrLost, err)
 				return
 			}
 		}
 	}()
 	return ch, func() { cancel(); <-done }
+}
+
+// epochSeconds is t as a payload holds it: float epoch seconds.
+func epochSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
 }

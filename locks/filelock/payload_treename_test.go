@@ -1,7 +1,8 @@
-package locks
+package filelock
 
 import (
 	"github.com/withlock/withlock/internal/proc"
+	"github.com/withlock/withlock/locks"
 
 	"encoding/json"
 	"path/filepath"
@@ -26,7 +27,7 @@ func TestPayloadTreeNameOutsideDir(t *testing.T) {
 		{strings.Repeat("a", 161), false},
 	} {
 		data, _ := json.Marshal(map[string]any{"run_id": "r", "lock_id": tt.lockID, "pid": 1, "created_at": 1.0, "expires_at": 2.0, "tree": true})
-		p, err := ParsePayload(data)
+		p, err := locks.ParsePayload(data)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.lockID, err)
 		}
@@ -43,11 +44,11 @@ func TestPayloadTreeNameOutsideDir(t *testing.T) {
 	for _, id := range []string{"plain", "x/../../../victim"} {
 		data, _ := json.Marshal(map[string]any{"run_id": "r", "lock_id": id, "pid": 4242, "created_at": 1.0,
 			"expires_at": float64(now.Add(time.Hour).Unix()), "host": "h", "boot_id": "b", "pid_ns": 7, "tree": true})
-		p, err := ParsePayload(data)
+		p, err := locks.ParsePayload(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lockPath := filepath.Join(dir, Key("r")+".lock")
+		lockPath := filepath.Join(dir, locks.Key("r")+".lock")
 		var probed []string
 		v := lockView{path: lockPath, payload: p, modTime: now}
 		Judge(v, now, self, func(int, uint64) proc.Liveness { return proc.Dead }, func(path string) TreeState {

@@ -1,9 +1,7 @@
-package locks
+package filelock
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,17 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/rs/zerolog"
 
 	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/internal/fsys"
 	"github.com/withlock/withlock/internal/proc"
+	"github.com/withlock/withlock/locks"
 )
 
 // DefaultGuardBound is how long one state transition waits for the guard.
 const DefaultGuardBound = 2 * time.Second
+
+// ErrGuardBusy: the per-run-id guard flock was not granted within its
+// bound (a stopped process may hold it). Transient: retried within the
+// wait, then reported as ErrUnavailable naming the guard.
+var ErrGuardBusy = errors.New("guard busy")
 
 // maxCommandLen keeps the payload far below MaxPayload.
 const maxCommandLen = 4096
@@ -41,11 +44,11 @@ type RunLocker struct {
 	// OnWait, when set, is called before each wait for a held lock with
 	// the holder and how long this acquirer has waited so far (the
 	// command line draws its waiting line and logs the event from it).
-	OnWait func(holder *Holder, waited time.Duration)
+	OnWait func(holder *locks.Holder, waited time.Duration)
 	// OnReclaim, when set, is called with the payload of each stale lock
 	// this locker moved aside: its holder's run ended unobserved (the run
 	// history records it).
-	OnReclaim func(Payload)
+	OnReclaim func(locks.Payload)
 
 	self Identity
 	now  func() time.Time
@@ -107,12 +110,6 @@ func (r *RunLocker) guardBound() time.Duration {
 	return r.GuardBound
 }
 
-// Key is the file-system-safe name of a run id: sha256 in hex.
-func Key(runID string) string {
-	sum := sha256.Sum256([]byte(runID))
-	return hex.EncodeToString(sum[:])
-}
-
 // LockPath is where the lock file of runID lives.
 func (r *RunLocker) LockPath(runID string) string { return r.files(runID).lock }
 
@@ -128,7 +125,7 @@ type runFiles struct {
 	sem, semq, waiting string
 }
 
-func (r *RunLocker) files(runID string) runFiles { return filesOf(r.Dir, Key(runID)) }
+func (r *RunLocker) files(runID string) runFiles { return filesOf(r.Dir, locks.Key(runID)) }
 
 func filesOf(dir, key string) runFiles {
 	base := filepath.Join(dir, key)
@@ -136,134 +133,25 @@ func filesOf(dir, key string) runFiles {
 		sem: base + ".sem", semq: base + ".semq", waiting: base + ".waiting"}
 }
 
-// Holder is what is known of the process holding a lock.
-type Holder struct {
-	Payload
-	Path    string
-	Torn    bool      // the file could not be parsed yet (a writer may be mid-write)
-	ModTime time.Time // of the lock file
-	// RecheckAt is when the lock may turn stale by itself: its expiry, or
-	// the end of a torn file's grace.
-	RecheckAt time.Time
-	// Local: the holder's pid is on this host, boot and pid namespace.
-	Local bool
-	// TreeFile is the holder's tree file when it has one on this host and
-	// boot (tree.go); "" otherwise.
-	TreeFile string
-	// Orphaned: "holder dead, command still running" — the holder is gone
-	// but its command's tree still holds the tree file's flock.
-	Orphaned bool
-	// Pids are the processes of an orphaned tree that still run, as far
-	// as /proc shows them (FindPids); PidsKnown is false when it could not.
-	Pids      []int
-	PidsKnown bool
-	// Owner is the user owning the lock file when that is not us ("uid
-	// 65534 (nobody)", in a shared dir), else "".
-	Owner string
-}
-
-// OrphanedText is how status and conflicts name an orphaned holder.
-const OrphanedText = "holder dead, command still running"
-
 // FindPids fills Pids for an orphaned holder, from /proc.
-func (h *Holder) FindPids() {
+func FindPids(h *locks.Holder) {
 	if h.Orphaned && h.TreeFile != "" {
 		h.Pids, h.PidsKnown = treePids(h.TreeFile)
 	}
 }
 
-// Describe says, in one phrase, who holds the lock.
-func (h *Holder) Describe(now time.Time) string {
-	if h.Torn {
-		return fmt.Sprintf("an unreadable lock file written %s ago (a writer may be mid-write)", age(now, h.ModTime))
-	}
-	if h.Orphaned {
-		return "pid " + h.orphanText()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "pid %d", h.Pid)
-	if h.Owner != "" {
-		fmt.Fprintf(&b, " of %s", h.Owner)
-	}
-	if h.Host != "" {
-		fmt.Fprintf(&b, " on %s", h.Host)
-	}
-	if h.Command != "" {
-		fmt.Fprintf(&b, " (%s)", OneLine(h.Command))
-	}
-	if h.CreatedAt > 0 {
-		fmt.Fprintf(&b, " for %s", age(now, h.Created()))
-	}
-	return b.String()
-}
-
-// OneLine turns control characters (newlines and tabs of a `sh -c` script,
-// terminal escapes) into spaces, so that text taken from a lock file — a
-// holder's command above all — stays on its line: a conflict is reported in
-// exactly one line, a table row or a redrawn waiting line must not break.
-func OneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-// orphanText names an orphaned holder's command and the surviving pids
-// of its tree: "123's command (holder dead, command still running: pids 124 125)".
-func (h *Holder) orphanText() string {
-	pids := "pids " + strings.Trim(fmt.Sprint(h.Pids), "[]")
-	switch {
-	case !h.PidsKnown:
-		pids = "pids unknown"
-	case len(h.Pids) == 0:
-		pids = "no pids found"
-	}
-	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, pids)
-}
-
-func age(now, t time.Time) string {
-	d := now.Sub(t)
-	if d < 0 {
-		d = 0
-	}
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// HeldError is returned by Acquire when the wait ran out with the lock
-// still held. It matches ErrHeld.
-type HeldError struct {
-	RunID  string
-	Holder Holder
-	At     time.Time
-}
-
-func (e *HeldError) Error() string {
-	verb := "locked"
-	if e.Holder.Orphaned {
-		verb = "held"
-	}
-	return fmt.Sprintf("run %q is %s by %s", e.RunID, verb, e.Holder.Describe(e.At))
-}
-
-func (e *HeldError) Unwrap() error { return ErrHeld }
-
 // TryAcquire makes one attempt. The lock being busy is a result, not an
 // error: it returns (nil, holder, nil). A stale lock is moved aside and the
 // lock taken in the same attempt.
-func (r *RunLocker) TryAcquire(runID string) (*Lock, *Holder, error) {
+func (r *RunLocker) TryAcquire(runID string) (*Lock, *locks.Holder, error) {
 	return r.tryAcquire(runID, r.files(runID), nil)
 }
 
 // tryAcquire is TryAcquire by a waiter, with runID's files (named once per
 // wait) and its request for the hold (nil: none), which may be granted
 // already.
-func (r *RunLocker) tryAcquire(runID string, files runFiles, hold *holdRequest) (*Lock, *Holder, error) {
-	if err := CheckRunID(runID); err != nil {
+func (r *RunLocker) tryAcquire(runID string, files runFiles, hold *holdRequest) (*Lock, *locks.Holder, error) {
+	if err := locks.CheckRunID(runID); err != nil {
 		return nil, nil, err
 	}
 	if err := r.prepareDir(); err != nil {
@@ -331,17 +219,17 @@ func (r *RunLocker) prepareDir() error {
 
 // read takes one look at a lock file.
 func (r *RunLocker) read(path string) (lockView, error) {
-	data, fi, err := r.fsys().ReadLockFile(path, MaxPayload)
+	data, fi, err := r.fsys().ReadLockFile(path, locks.MaxPayload)
 	if err != nil {
 		return lockView{}, err
 	}
 	v := lockView{path: path, modTime: fi.ModTime(), ino: inode(fi), fi: fi}
-	v.payload, v.parseErr = ParsePayload(data)
+	v.payload, v.parseErr = locks.ParsePayload(data)
 	return v, nil
 }
 
-func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *Holder {
-	h := &Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
+func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *locks.Holder {
+	h := &locks.Holder{Payload: v.payload, Path: path, ModTime: v.modTime}
 	if uid, ok := ownerUID(v.fi); ok && uid != euid() {
 		h.Owner = userText(uid)
 	}
@@ -423,7 +311,7 @@ func (r *RunLocker) ReclaimStale(lockPath string, v lockView, reason StaleReason
 // The new lock keeps the hold (hold.go): the one a waiter was granted, or
 // else the fence file the token was just written through, if no one else
 // has it. Its payload says which.
-func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *holdRequest) (*Lock, *Holder, error) {
+func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *holdRequest) (*Lock, *locks.Holder, error) {
 	lockPath := files.lock
 	granted := hold.isGranted()
 	// A granted hold is the fence file open and flocked already: the
@@ -466,7 +354,7 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *hold
 		}
 	}
 	now := r.now()
-	p := Payload{
+	p := locks.Payload{
 		RunID:        runID,
 		LockID:       lockID,
 		Pid:          r.self.Pid,
@@ -476,7 +364,7 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *hold
 		BootID:       r.self.BootID,
 		PidNS:        r.self.PidNS,
 		PidStart:     r.self.PidStart,
-		Command:      truncateEscaped(r.Command, maxCommandLen),
+		Command:      locks.TruncateEscaped(r.Command, maxCommandLen),
 		FencingToken: token,
 		Hold:         ownHold || granted,
 		Tree:         tree != nil,
@@ -546,7 +434,7 @@ func (r *RunLocker) viaTemp(path, tmp string, data []byte, point string, link bo
 }
 
 // heldBy reads the lock file at path once more and names its holder.
-func (r *RunLocker) heldBy(path string) (*Lock, *Holder, error) {
+func (r *RunLocker) heldBy(path string) (*Lock, *locks.Holder, error) {
 	v, err := r.read(path)
 	if err != nil {
 		return nil, nil, err
@@ -583,7 +471,7 @@ func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (u
 	}
 	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)
 	if err != nil {
-		return fail(fmt.Errorf("run %q: %w", OneLine(truncateEscaped(runID, 64)), err))
+		return fail(fmt.Errorf("run %q: %w", locks.OneLine(locks.TruncateEscaped(runID, 64)), err))
 	}
 	return token, f, nil
 }
@@ -623,7 +511,7 @@ func bumpCounter(f *os.File, path string, seen, floor uint64, log zerolog.Logger
 	var stored uint64
 	if text := strings.TrimSpace(string(buf[:n])); text != "" {
 		if stored, err = strconv.ParseUint(text, 10, 64); err != nil {
-			log.Warn().Str("event", "fence_recovered").Str("fence_file", path).Str("content", OneLine(text)).
+			log.Warn().Str("event", "fence_recovered").Str("fence_file", path).Str("content", locks.OneLine(text)).
 				Msg("fencing counter unreadable; the token continues from the clock")
 			stored = 0
 		}
@@ -669,15 +557,15 @@ func (r *RunLocker) Acquire(ctx context.Context, runID string, wait time.Duratio
 		start: r.now(),
 		wait:  wait,
 		names: []string{filepath.Base(files.lock)},
-		try: func() (bool, []*Holder, error) {
+		try: func() (bool, []*locks.Holder, error) {
 			l, holder, err := r.tryAcquire(runID, files, hold)
 			lock = l
 			if err != nil || l != nil {
 				return l != nil, nil, err
 			}
-			return false, []*Holder{holder}, nil
+			return false, []*locks.Holder{holder}, nil
 		},
-		queue: func(held []*Holder) (*holdRequest, bool, bool) {
+		queue: func(held []*locks.Holder) (*holdRequest, bool, bool) {
 			if h := held[0]; h.Hold && h.Local && !hold.isGranted() {
 				if !hold.live() {
 					if hold = r.requestHold(files.fence); hold.isGranted() {
@@ -704,7 +592,7 @@ const maxFaults = 4
 // retried maxFaults times, recreating a deleted directory on the way.
 func (r *RunLocker) fault(runID string, err error, faults *int, left time.Duration) (error, bool) {
 	switch {
-	case errors.Is(err, ErrInvalid) || errors.Is(err, ErrModeMismatch):
+	case errors.Is(err, locks.ErrInvalid) || errors.Is(err, locks.ErrModeMismatch):
 		return err, true
 	case errors.Is(err, ErrUnsafeDir) || errors.Is(err, ErrNotOurs) || errors.Is(err, ErrFenceExhausted):
 	case errors.Is(err, ErrGuardBusy):
@@ -718,5 +606,5 @@ func (r *RunLocker) fault(runID string, err error, faults *int, left time.Durati
 			return nil, false
 		}
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err), true
+	return fmt.Errorf("%w: %w", locks.ErrUnavailable, err), true
 }

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/testwait"
+	"github.com/withlock/withlock/locks"
 )
 
 // faultFS fails chosen operations and counts attempts.
@@ -93,7 +94,7 @@ func TestFaultsAreBoundedAndClean(t *testing.T) {
 			var stalePayload []byte
 			if tc.stale {
 				os.Mkdir(dir, 0o700)
-				writeLockFile(t, r.LockPath("job"), Payload{LockID: "old", Pid: 1, ExpiresAt: 1}, time.Time{})
+				writeLockFile(t, r.LockPath("job"), locks.Payload{LockID: "old", Pid: 1, ExpiresAt: 1}, time.Time{})
 				stalePayload, _ = os.ReadFile(r.LockPath("job"))
 			}
 			f := &faultFS{}
@@ -101,7 +102,7 @@ func TestFaultsAreBoundedAndClean(t *testing.T) {
 			r.FS = f
 			start := time.Now()
 			_, err := r.Acquire(context.Background(), "job", -1)
-			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, tc.want) {
+			if !errors.Is(err, locks.ErrUnavailable) || !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v; want ErrUnavailable wrapping %v", err, tc.want)
 			}
 			if el := time.Since(start); el > 5*time.Second {
@@ -117,7 +118,7 @@ func TestFaultsAreBoundedAndClean(t *testing.T) {
 				case ".guard", ".fence":
 					continue
 				}
-				if tc.stale && e.Name() == Key("job")+".lock" {
+				if tc.stale && e.Name() == locks.Key("job")+".lock" {
 					if data, _ := os.ReadFile(filepath.Join(dir, e.Name())); string(data) == string(stalePayload) {
 						continue
 					}
@@ -151,7 +152,7 @@ func TestUnsafeDirRefused(t *testing.T) {
 			r := newTestLocker(t, dir, time.Minute)
 			start := time.Now()
 			_, err := r.Acquire(context.Background(), "job", time.Minute)
-			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrUnsafeDir) {
+			if !errors.Is(err, locks.ErrUnavailable) || !errors.Is(err, ErrUnsafeDir) {
 				t.Fatalf("err = %v, want ErrUnsafeDir", err)
 			}
 			if time.Since(start) > 2*time.Second {
@@ -170,7 +171,7 @@ func TestPersistentENOTDIR(t *testing.T) {
 	os.WriteFile(file, nil, 0o600)
 	r := newTestLocker(t, filepath.Join(file, "locks"), time.Minute)
 	_, err := r.Acquire(context.Background(), "job", -1)
-	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.ENOTDIR) {
+	if !errors.Is(err, locks.ErrUnavailable) || !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -203,14 +204,14 @@ func TestResolveDirAndTTL(t *testing.T) {
 		{0, map[string]string{"WITHLOCK_TTL": "9s", "NEXUSCORE_RUN_LOCK_TTL_SECONDS": "3"}, 9 * time.Second, false},
 		{0, map[string]string{"WITHLOCK_TTL": "12"}, 12 * time.Second, false},
 		{0, map[string]string{"NEXUSCORE_RUN_LOCK_TTL_SECONDS": "3"}, 3 * time.Second, false},
-		{0, map[string]string{}, DefaultTTL, false},
+		{0, map[string]string{}, locks.DefaultTTL, false},
 		{-time.Second, nil, 0, true},
 		{0, map[string]string{"WITHLOCK_TTL": "0s"}, 0, true},
 		{0, map[string]string{"WITHLOCK_TTL": "soon"}, 0, true},
 		{0, map[string]string{"NEXUSCORE_RUN_LOCK_TTL_SECONDS": "1.5"}, 0, true},
 	}
 	for _, c := range ttls {
-		got, err := ResolveTTL(c.flag, env(c.env))
+		got, err := locks.ResolveTTL(c.flag, env(c.env))
 		if (err != nil) != c.bad || got != c.want {
 			t.Errorf("ResolveTTL(%v, %v) = %v, %v", c.flag, c.env, got, err)
 		}
@@ -236,7 +237,7 @@ func TestHostileLockPath(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { _, err := r.Acquire(context.Background(), "job", time.Minute); done <- err }()
-			if err := testwait.Recv(t, done, 10*time.Second, "acquire on a hostile lock path"); !errors.Is(err, ErrUnavailable) {
+			if err := testwait.Recv(t, done, 10*time.Second, "acquire on a hostile lock path"); !errors.Is(err, locks.ErrUnavailable) {
 				t.Fatalf("err = %v, want ErrUnavailable", err)
 			}
 			if data, _ := os.ReadFile(victim); string(data) != "precious" {
@@ -256,7 +257,7 @@ func TestWaitingDoesNotSpin(t *testing.T) {
 	f := &faultFS{}
 	w.FS = f
 	_, err := w.Acquire(context.Background(), "job", 1500*time.Millisecond)
-	if !errors.Is(err, ErrHeld) {
+	if !errors.Is(err, locks.ErrHeld) {
 		t.Fatalf("err = %v", err)
 	}
 	if n := f.calls.Load(); n > 10 {
@@ -276,7 +277,7 @@ func TestWaitingDoesNotSpin(t *testing.T) {
 func waiting(r *RunLocker) <-chan struct{} {
 	ch := make(chan struct{})
 	var once sync.Once
-	r.OnWait = func(*Holder, time.Duration) { once.Do(func() { close(ch) }) }
+	r.OnWait = func(*locks.Holder, time.Duration) { once.Do(func() { close(ch) }) }
 	return ch
 }
 
@@ -321,7 +322,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	}
 	start, _ := ProcessStartTime(cmd.Process.Pid)
 	self, _ := SelfIdentity()
-	writeLockFile(t, w.LockPath("job"), Payload{RunID: "job", LockID: "child", Pid: cmd.Process.Pid, PidStart: start,
+	writeLockFile(t, w.LockPath("job"), locks.Payload{RunID: "job", LockID: "child", Pid: cmd.Process.Pid, PidStart: start,
 		ExpiresAt: epochSeconds(time.Now().Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{})
 	isWaiting = waiting(w)
 	go acquire()

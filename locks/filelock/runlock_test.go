@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/internal/testwait"
+	"github.com/withlock/withlock/locks"
 )
 
 func newTestLocker(t *testing.T, dir string, ttl time.Duration) *RunLocker {
@@ -41,13 +42,13 @@ func mustAcquire(t *testing.T, r *RunLocker, runID string) *Lock {
 	return l
 }
 
-func readPayload(t *testing.T, path string) Payload {
+func readPayload(t *testing.T, path string) locks.Payload {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParsePayload(data)
+	p, err := locks.ParsePayload(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestAcquireWritesPayloadAndReleases(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("lock dir mode = %v, %v; want 0700", fi.Mode(), err)
 	}
-	if want := filepath.Join(dir, Key("run-1")+".lock"); l.Path != want {
+	if want := filepath.Join(dir, locks.Key("run-1")+".lock"); l.Path != want {
 		t.Fatalf("lock path %s, want %s", l.Path, want)
 	}
 	fi, err = os.Stat(l.Path)
@@ -163,8 +164,8 @@ func TestHeldIsAResultNamingTheHolder(t *testing.T) {
 		t.Fatalf("Describe = %q", d)
 	}
 	_, err = b.Acquire(context.Background(), "job", 0)
-	var he *HeldError
-	if !errors.As(err, &he) || !errors.Is(err, ErrHeld) || he.Holder.LockID != la.LockID() {
+	var he *locks.HeldError
+	if !errors.As(err, &he) || !errors.Is(err, locks.ErrHeld) || he.Holder.LockID != la.LockID() {
 		t.Fatalf("Acquire on a held lock: %v", err)
 	}
 	after, _ := os.ReadFile(la.Path)
@@ -183,17 +184,17 @@ func TestReleaseAndRenewOnlyWhileOurs(t *testing.T) {
 	writeLockFile(t, la.Path+".new", other, time.Time{})
 	os.Rename(la.Path+".new", la.Path)
 
-	if err := la.Renew(); !errors.Is(err, ErrLost) {
+	if err := la.Renew(); !errors.Is(err, locks.ErrLost) {
 		t.Fatalf("Renew of a lock now owned by another: %v, want ErrLost", err)
 	}
-	if err := la.Release(); !errors.Is(err, ErrLost) {
+	if err := la.Release(); !errors.Is(err, locks.ErrLost) {
 		t.Fatalf("Release of a lock now owned by another: %v, want ErrLost", err)
 	}
 	if p := readPayload(t, la.Path); p.LockID != "someone-else" || p.ExpiresAt != other.ExpiresAt {
 		t.Fatalf("the other holder's file was touched: %+v", p)
 	}
 	os.Remove(la.Path)
-	if err := la.Release(); !errors.Is(err, ErrLost) {
+	if err := la.Release(); !errors.Is(err, locks.ErrLost) {
 		t.Fatalf("Release of a vanished lock: %v, want ErrLost", err)
 	}
 }
@@ -248,8 +249,9 @@ func TestStaleRules(t *testing.T) {
 	}
 	now := time.Now()
 	future, past := epochSeconds(now.Add(time.Hour)), epochSeconds(now.Add(-time.Second))
-	local := func(pid int, start uint64) Payload {
-		return Payload{LockID: "x", Pid: pid, ExpiresAt: future, Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: start}
+	errTorn := errors.New("bad lock payload")
+	local := func(pid int, start uint64) locks.Payload {
+		return locks.Payload{LockID: "x", Pid: pid, ExpiresAt: future, Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: start}
 	}
 	tests := []struct {
 		name string
@@ -258,15 +260,15 @@ func TestStaleRules(t *testing.T) {
 		want StaleReason
 	}{
 		{"live local holder", lockView{payload: local(10, 5)}, proc.Alive, NotStale},
-		{"expired", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: past}}, proc.Alive, StaleExpired},
+		{"expired", lockView{payload: locks.Payload{LockID: "x", Pid: 10, ExpiresAt: past}}, proc.Alive, StaleExpired},
 		{"dead local holder", lockView{payload: local(10, 5)}, proc.Dead, StaleDead},
 		{"pid reused", lockView{payload: local(10, 5)}, proc.Reused, StaleReused},
-		{"other host: only the ttl counts", lockView{payload: func() Payload { p := local(10, 5); p.Host = "elsewhere"; return p }()}, proc.Dead, NotStale},
-		{"other boot", lockView{payload: func() Payload { p := local(10, 5); p.BootID = "b"; return p }()}, proc.Dead, NotStale},
-		{"other pid namespace", lockView{payload: func() Payload { p := local(10, 5); p.PidNS = 1; return p }()}, proc.Dead, NotStale},
-		{"seed writer without host", lockView{payload: Payload{LockID: "x", Pid: 10, ExpiresAt: future}}, proc.Dead, NotStale},
-		{"torn and fresh", lockView{parseErr: errBadPayload, modTime: now.Add(-time.Second)}, proc.Dead, NotStale},
-		{"torn and old", lockView{parseErr: errBadPayload, modTime: now.Add(-3 * time.Second)}, proc.Dead, StaleCorrupt},
+		{"other host: only the ttl counts", lockView{payload: func() locks.Payload { p := local(10, 5); p.Host = "elsewhere"; return p }()}, proc.Dead, NotStale},
+		{"other boot", lockView{payload: func() locks.Payload { p := local(10, 5); p.BootID = "b"; return p }()}, proc.Dead, NotStale},
+		{"other pid namespace", lockView{payload: func() locks.Payload { p := local(10, 5); p.PidNS = 1; return p }()}, proc.Dead, NotStale},
+		{"seed writer without host", lockView{payload: locks.Payload{LockID: "x", Pid: 10, ExpiresAt: future}}, proc.Dead, NotStale},
+		{"torn and fresh", lockView{parseErr: errTorn, modTime: now.Add(-time.Second)}, proc.Dead, NotStale},
+		{"torn and old", lockView{parseErr: errTorn, modTime: now.Add(-3 * time.Second)}, proc.Dead, StaleCorrupt},
 	}
 	noProbe := func(string) TreeState { t.Fatal("probed a payload without a tree"); return TreeUnknown }
 	for _, tc := range tests {
@@ -296,8 +298,8 @@ func TestStaleRulesTree(t *testing.T) {
 		otherHost
 	)
 	whereName := []string{"local", "other pid ns", "other host"}
-	payload := func(w where, expired bool) Payload {
-		p := Payload{LockID: "x", Pid: 10, PidStart: 5, ExpiresAt: epochSeconds(now.Add(time.Hour)),
+	payload := func(w where, expired bool) locks.Payload {
+		p := locks.Payload{LockID: "x", Pid: 10, PidStart: 5, ExpiresAt: epochSeconds(now.Add(time.Hour)),
 			Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, Tree: true}
 		if expired {
 			p.ExpiresAt = epochSeconds(now.Add(-time.Second))
@@ -403,12 +405,12 @@ func TestReclaimMovesStaleAsideAndRetakes(t *testing.T) {
 		content any
 		mtime   time.Time
 	}{
-		{"expired", Payload{RunID: "job", LockID: "old", Pid: 1, CreatedAt: epochSeconds(now.Add(-time.Hour)), ExpiresAt: epochSeconds(now.Add(-time.Minute))}, time.Time{}},
-		{"dead holder", Payload{RunID: "job", LockID: "old", Pid: deadPid(t), ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
-		{"pid reused", Payload{RunID: "job", LockID: "old", Pid: os.Getpid(), PidStart: self.PidStart + 7, ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"expired", locks.Payload{RunID: "job", LockID: "old", Pid: 1, CreatedAt: epochSeconds(now.Add(-time.Hour)), ExpiresAt: epochSeconds(now.Add(-time.Minute))}, time.Time{}},
+		{"dead holder", locks.Payload{RunID: "job", LockID: "old", Pid: deadPid(t), ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"pid reused", locks.Payload{RunID: "job", LockID: "old", Pid: os.Getpid(), PidStart: self.PidStart + 7, ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
 		{"empty and old", []byte{}, now.Add(-time.Minute)},
 		{"garbage and old", []byte("{not json"), now.Add(-time.Minute)},
-		{"oversized and old", []byte(`{"lock_id":"x","expires_at":9e12,"pad":"` + strings.Repeat("a", MaxPayload) + `"}`), now.Add(-time.Minute)},
+		{"oversized and old", []byte(`{"lock_id":"x","expires_at":9e12,"pad":"` + strings.Repeat("a", locks.MaxPayload) + `"}`), now.Add(-time.Minute)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -452,7 +454,7 @@ func TestStaleNameNeverOverwritten(t *testing.T) {
 	earlier := path + ".stale.1700000000"
 	writeLockFile(t, earlier, []byte("earlier"), time.Time{})
 	for i := 1; i <= 2; i++ {
-		writeLockFile(t, path, Payload{LockID: "old", Pid: 1, ExpiresAt: 1}, time.Time{})
+		writeLockFile(t, path, locks.Payload{LockID: "old", Pid: 1, ExpiresAt: 1}, time.Time{})
 		l := mustAcquire(t, r, "job")
 		if err := l.Release(); err != nil {
 			t.Fatal(err)
@@ -572,29 +574,8 @@ func TestHeartbeatRenewsAndReportsLoss(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	os.Remove(l.Path)
-	if err := testwait.Recv(t, lost, 5*time.Second, "the loss to be reported"); !errors.Is(err, ErrLost) {
+	if err := testwait.Recv(t, lost, 5*time.Second, "the loss to be reported"); !errors.Is(err, locks.ErrLost) {
 		t.Fatalf("lost: %v", err)
 	}
 	stop()
-}
-
-func TestEpochTimeFarFuture(t *testing.T) {
-	now := time.Now()
-	for _, sec := range []float64{1e12, 1e18, 1e300} {
-		if got := epochTime(sec); !got.After(now) {
-			t.Errorf("epochTime(%g) = %v: not in the future", sec, got)
-		}
-	}
-	if got := epochTime(1_700_000_000.25); got.UnixNano() != 1_700_000_000_250_000_000 {
-		t.Errorf("epochTime lost precision: %d", got.UnixNano())
-	}
-}
-
-// A conflict is one line even when the holder's command is a multi-line
-// script.
-func TestDescribeKeepsOneLine(t *testing.T) {
-	h := &Holder{Payload: Payload{Pid: 7, Host: "h", Command: "sh -c 'a\nb\tc'"}}
-	if d := h.Describe(time.Now()); strings.ContainsAny(d, "\n\t") {
-		t.Fatalf("Describe = %q: holds a control character", d)
-	}
 }

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/locks"
 )
 
 // Semaphores (`--max N`) and shared locks (`--shared`), SPEC §6, are built
@@ -36,43 +37,12 @@ import (
 // of Go's sync.RWMutex (writer preference); exclusive acquirers among
 // themselves queue on X's lock as usual.
 
-// SemMode is how a run id's slots are used.
-type SemMode string
-
-const (
-	ModeMax    SemMode = "max"    // a counting semaphore of Max slots
-	ModeShared SemMode = "shared" // shared holders, as many as come
-)
-
-// MaxSlots is the largest --max, and bounds the slots of a shared lock
-// (the high-water mark of shared holders at once).
-const MaxSlots = 1 << 16
-
-// SlotRunID is the derived run id of slot k of runID.
-func SlotRunID(runID string, mode SemMode, k int) string {
-	return runID + "\x00" + string(mode) + " " + strconv.Itoa(k)
-}
-
-// ParseSlotRunID undoes SlotRunID; ok is false for any other run id.
-func ParseSlotRunID(id string) (base string, mode SemMode, slot int, ok bool) {
-	base, rest, found := strings.Cut(id, "\x00")
-	if !found {
-		return id, "", 0, false
-	}
-	m, n, found := strings.Cut(rest, " ")
-	k, err := strconv.Atoi(n)
-	if !found || err != nil || k < 0 || (m != string(ModeMax) && m != string(ModeShared)) {
-		return id, "", 0, false
-	}
-	return base, SemMode(m), k, true
-}
-
 // SlotLock is one held slot of a semaphore or shared lock: a run lock of
 // the derived run id, and what the child is told about it.
 type SlotLock struct {
 	*Lock
 	Base string // the run id the user named
-	Mode SemMode
+	Mode locks.SemMode
 	Slot int // 0 … Max−1 for ModeMax
 	Max  int // 0 for ModeShared
 }
@@ -83,52 +53,11 @@ type SlotLock struct {
 func (l *SlotLock) Env() []string {
 	env := l.Lock.Env()
 	env[0] = "WITHLOCK_RUN_ID=" + l.Base // Lock.Env names the run id first
-	if l.Mode == ModeShared {
+	if l.Mode == locks.ModeShared {
 		return append(env, "WITHLOCK_SHARED=1", "WITHLOCK_SLOT="+strconv.Itoa(l.Slot))
 	}
 	return append(env, "WITHLOCK_SLOT="+strconv.Itoa(l.Slot), "WITHLOCK_MAX="+strconv.Itoa(l.Max))
 }
-
-// ErrModeMismatch: a run id is held as a semaphore of another size, or as a
-// semaphore by one side and a shared lock by the other. It is a usage
-// error, not contention: waiting would not make the two agree.
-var ErrModeMismatch = errors.New("holders disagree about the lock's mode")
-
-// MismatchError names both sides of a mode disagreement by their flags
-// ("--max 3", "--shared").
-type MismatchError struct {
-	RunID      string
-	Want, Have string
-	Holder     Holder
-}
-
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("run %q: %s disagrees with %s of its running holders (pid %d)", e.RunID, e.Want, e.Have, e.Holder.Pid)
-}
-
-func (e *MismatchError) Unwrap() error { return ErrModeMismatch }
-
-// SlotsHeldError: every slot of a semaphore stayed held until the wait ran
-// out. It matches ErrHeld.
-type SlotsHeldError struct {
-	RunID   string
-	Max     int
-	Holders []Holder
-}
-
-func (e *SlotsHeldError) Error() string {
-	var pids []string
-	for _, h := range e.Holders {
-		pid := strconv.Itoa(h.Pid)
-		if h.Orphaned {
-			pid = h.orphanText()
-		}
-		pids = append(pids, pid)
-	}
-	return fmt.Sprintf("run %q: all %d slots are held (pids %s)", e.RunID, e.Max, strings.Join(pids, ", "))
-}
-
-func (e *SlotsHeldError) Unwrap() error { return ErrHeld }
 
 // semMeta is the meta file <key>.sem: how the run id's slots are used and
 // how many slots there are to look at (Max, or the high-water mark of
@@ -136,19 +65,10 @@ func (e *SlotsHeldError) Unwrap() error { return ErrHeld }
 // outlives its holders (like the fence file): the next acquirer in another
 // mode rewrites it once no slot is held.
 type semMeta struct {
-	RunID string  `json:"run_id"`
-	Mode  SemMode `json:"mode"`
-	Max   int     `json:"max"`
-	Slots int     `json:"slots"`
-}
-
-// flag is how the command line asks for a mode: --shared, or --max N
-// (N 0: --shared).
-func flag(max int) string {
-	if max == 0 {
-		return "--shared"
-	}
-	return "--max " + strconv.Itoa(max)
+	RunID string        `json:"run_id"`
+	Mode  locks.SemMode `json:"mode"`
+	Max   int           `json:"max"`
+	Slots int           `json:"slots"`
 }
 
 // SlotsOf reports how runID is used as a semaphore or shared lock: found is
@@ -156,14 +76,14 @@ func flag(max int) string {
 // readOrRecoverMeta rebuilds it from the slots held, without writing it
 // back: status and break must see the slots still held (max is then the
 // least N that fits them).
-func (r *RunLocker) SlotsOf(runID string) (mode SemMode, max, slots int, found bool, err error) {
+func (r *RunLocker) SlotsOf(runID string) (mode locks.SemMode, max, slots int, found bool, err error) {
 	m, found, _, err := r.readOrRecoverMeta(runID)
 	return m.Mode, m.Max, m.Slots, found, err
 }
 
 func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 	path := r.files(runID).sem
-	data, _, err := r.fsys().ReadLockFile(path, MaxPayload)
+	data, _, err := r.fsys().ReadLockFile(path, locks.MaxPayload)
 	if errors.Is(err, fs.ErrNotExist) {
 		return semMeta{}, false, nil
 	}
@@ -171,7 +91,7 @@ func (r *RunLocker) readMeta(runID string) (semMeta, bool, error) {
 		return semMeta{}, false, err
 	}
 	var m semMeta
-	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != ModeMax && m.Mode != ModeShared) || m.Slots < 0 || m.Slots > MaxSlots {
+	if err := json.Unmarshal(data, &m); err != nil || (m.Mode != locks.ModeMax && m.Mode != locks.ModeShared) || m.Slots < 0 || m.Slots > locks.MaxSlots {
 		return semMeta{}, false, fmt.Errorf("%w: %s (remove it once no holder of run %q runs)", errCorruptMeta, path, runID)
 	}
 	return m, true, nil
@@ -207,7 +127,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 		if rerr != nil || v.parseErr != nil {
 			continue
 		}
-		base, mode, k, ok := ParseSlotRunID(v.payload.RunID)
+		base, mode, k, ok := locks.ParseSlotRunID(v.payload.RunID)
 		if !ok || base != runID || path != r.LockPath(v.payload.RunID) || !r.judge(v).Held() {
 			continue
 		}
@@ -221,7 +141,7 @@ func (r *RunLocker) readOrRecoverMeta(runID string) (m semMeta, found, healed bo
 	if m.Mode == "" { // no slot held
 		return semMeta{}, false, true, nil
 	}
-	if m.Mode == ModeMax {
+	if m.Mode == locks.ModeMax {
 		m.Max = m.Slots // the least N that fits the slots held
 	}
 	return m, true, true, nil
@@ -237,20 +157,20 @@ func (r *RunLocker) writeMeta(runID string, m semMeta) error {
 }
 
 // slotNames are the base names of the lock files of runID's first n slots.
-func slotNames(runID string, mode SemMode, n int) []string {
+func slotNames(runID string, mode locks.SemMode, n int) []string {
 	names := make([]string, n)
 	for k := range names {
-		names[k] = Key(SlotRunID(runID, mode, k)) + ".lock"
+		names[k] = locks.Key(locks.SlotRunID(runID, mode, k)) + ".lock"
 	}
 	return names
 }
 
 // heldSlots reads the slots the meta file names and returns their holders
 // (no guard needed: a lock file is only ever replaced whole).
-func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
-	var held []*Holder
+func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*locks.Holder, error) {
+	var held []*locks.Holder
 	for k := 0; k < m.Slots; k++ {
-		path := r.LockPath(SlotRunID(runID, m.Mode, k))
+		path := r.LockPath(locks.SlotRunID(runID, m.Mode, k))
 		v, err := r.read(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -270,7 +190,7 @@ func (r *RunLocker) heldSlots(runID string, m semMeta) ([]*Holder, error) {
 // max (or that nobody holds a slot of the other kind, and rewrites it), and
 // takes the lowest free slot. Busy is a result: the holders in the way are
 // returned (X's holder alone when it has X).
-func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*Holder, error) {
+func (r *RunLocker) trySlot(runID string, mode locks.SemMode, max int) (*SlotLock, []*locks.Holder, error) {
 	if err := r.prepareDir(); err != nil { // a shared sticky dir works as for a run lock
 		return nil, nil, err
 	}
@@ -288,12 +208,12 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		return nil, nil, err
 	default:
 		if verdict := r.judge(v); verdict.Held() {
-			return nil, []*Holder{r.holder(xPath, v, verdict)}, nil
+			return nil, []*locks.Holder{r.holder(xPath, v, verdict)}, nil
 		}
 	}
 
 	want := semMeta{RunID: runID, Mode: mode, Max: max}
-	if mode == ModeMax {
+	if mode == locks.ModeMax {
 		want.Slots = max
 	}
 	m, found, healed, err := r.readOrRecoverMeta(runID)
@@ -309,7 +229,7 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 			return nil, nil, err
 		}
 		if len(held) > 0 {
-			return nil, nil, &MismatchError{RunID: runID, Want: flag(max), Have: flag(m.Max), Holder: *held[0]}
+			return nil, nil, locks.MaxMismatch(runID, max, m.Max, *held[0])
 		}
 		found = false
 	}
@@ -330,12 +250,12 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 	}
 
 	limit := m.Slots
-	if mode == ModeShared {
-		limit = min(m.Slots+1, MaxSlots) // every slot in use: one more
+	if mode == locks.ModeShared {
+		limit = min(m.Slots+1, locks.MaxSlots) // every slot in use: one more
 	}
-	var held []*Holder
+	var held []*locks.Holder
 	for k := 0; k < limit; k++ {
-		id := SlotRunID(runID, mode, k)
+		id := locks.SlotRunID(runID, mode, k)
 		if failpoint.On(failpoint.BrokenSlots) {
 			id += "\x00" + randomID() // negative control: a lock of its own
 		}
@@ -356,8 +276,8 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 		}
 		return &SlotLock{Lock: lock, Base: runID, Mode: mode, Slot: k, Max: max}, nil, nil
 	}
-	if mode == ModeShared {
-		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, MaxSlots)
+	if mode == locks.ModeShared {
+		return nil, nil, fmt.Errorf("run %q: more than %d shared holders at once", runID, locks.MaxSlots)
 	}
 	return nil, held, nil
 }
@@ -372,19 +292,15 @@ func (r *RunLocker) trySlot(runID string, mode SemMode, max int) (*SlotLock, []*
 // run lock, the tree rule included. Shared waiters, which wait only for an
 // exclusive holder, all wake when it leaves.
 func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait time.Duration) (*SlotLock, error) {
-	limit := MaxRunIDLen - len(SlotRunID("", ModeShared, MaxSlots))
-	if err := checkRunID(runID, limit, ", which a slot's run id needs"); err != nil {
+	if err := locks.CheckSlotRunID(runID); err != nil {
 		return nil, err
 	}
-	if strings.Contains(runID, "\x00") {
-		return nil, &InvalidError{What: fmt.Sprintf("run id %q", truncateEscaped(runID, 32)), Reason: "contains a NUL byte"}
+	if max < 0 || max > locks.MaxSlots {
+		return nil, &locks.InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", locks.MaxSlots)}
 	}
-	if max < 0 || max > MaxSlots {
-		return nil, &InvalidError{What: fmt.Sprintf("--max %d", max), Reason: fmt.Sprintf("must be 1 … %d", MaxSlots)}
-	}
-	mode := ModeMax
+	mode := locks.ModeMax
 	if max == 0 {
-		mode = ModeShared
+		mode = locks.ModeShared
 	}
 	var queue *holdRequest
 	var waiting func()
@@ -400,34 +316,34 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 		start: r.now(),
 		wait:  wait,
 		// X's lock file, and a semaphore's slots (max is 0 when shared).
-		names: append([]string{Key(runID) + ".lock"}, slotNames(runID, mode, max)...),
-		try: func() (bool, []*Holder, error) {
+		names: append([]string{locks.Key(runID) + ".lock"}, slotNames(runID, mode, max)...),
+		try: func() (bool, []*locks.Holder, error) {
 			l, held, err := r.trySlot(runID, mode, max)
 			lock = l
 			return l != nil, held, err
 		},
-		queue: func(held []*Holder) (*holdRequest, bool, bool) {
+		queue: func(held []*locks.Holder) (*holdRequest, bool, bool) {
 			if waiting == nil {
 				waiting = r.markWaiting(runID)
 			}
 			exclusive := len(held) == 1 && held[0].RunID == runID
-			if mode == ModeMax && !exclusive && !queue.live() {
+			if mode == locks.ModeMax && !exclusive && !queue.live() {
 				queue = r.requestQueue(runID)
 			}
 			// Not first in line: the kernel wakes us when the one in
 			// front has a slot or gives up. The first in line watches.
-			return queue, queue.pending() && mode == ModeMax && !exclusive, false
+			return queue, queue.pending() && mode == locks.ModeMax && !exclusive, false
 		},
-		heldError: func(held []*Holder, now time.Time) error {
-			if mode == ModeShared || (len(held) == 1 && held[0].RunID == runID) {
+		heldError: func(held []*locks.Holder, now time.Time) error {
+			if mode == locks.ModeShared || (len(held) == 1 && held[0].RunID == runID) {
 				return nil // a *HeldError naming the one in the way
 			}
-			out := make([]Holder, len(held))
+			out := make([]locks.Holder, len(held))
 			for i, h := range held {
-				h.FindPids()
+				FindPids(h)
 				out[i] = *h
 			}
-			return &SlotsHeldError{RunID: runID, Max: max, Holders: out}
+			return &locks.SlotsHeldError{RunID: runID, Max: max, Holders: out}
 		},
 	})
 	return lock, err
@@ -442,7 +358,7 @@ func (r *RunLocker) AcquireSlot(ctx context.Context, runID string, max int, wait
 func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time, wait time.Duration) error {
 	m, found, _, err := r.readOrRecoverMeta(l.RunID) // healed by the next slot taker
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", locks.ErrUnavailable, err)
 	}
 	if !found || failpoint.On(failpoint.BrokenSlots) {
 		return nil
@@ -453,25 +369,9 @@ func (r *RunLocker) AwaitNoSharers(ctx context.Context, l *Lock, start time.Time
 		wait:  wait,
 		names: slotNames(l.RunID, m.Mode, m.Slots),
 		renew: l,
-		try: func() (bool, []*Holder, error) {
+		try: func() (bool, []*locks.Holder, error) {
 			held, err := r.heldSlots(l.RunID, m)
 			return err == nil && len(held) == 0, held, err
 		},
 	})
-}
-
-// MaxMismatch is the error of a --max want against running holders of
-// --max have, for backends that keep N elsewhere (etcd).
-func MaxMismatch(runID string, want, have int, holder Holder) error {
-	return &MismatchError{RunID: runID, Want: flag(want), Have: flag(have), Holder: holder}
-}
-
-// SharedMaxMismatch is the error of --shared against running holders of
-// --max have (shared true), or of --max want against running shared
-// holders (shared false), for backends that keep the mode elsewhere (etcd).
-func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
-	if shared {
-		return &MismatchError{RunID: runID, Want: flag(0), Have: flag(max), Holder: holder}
-	}
-	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
 }

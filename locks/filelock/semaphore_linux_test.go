@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"bufio"
@@ -14,21 +14,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 func TestSlotRunIDRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		base string
-		mode SemMode
+		mode locks.SemMode
 		k    int
-	}{{"b", ModeMax, 0}, {"build x", ModeMax, 17}, {"db", ModeShared, 3}, {"", ModeShared, 0}} {
-		base, mode, k, ok := ParseSlotRunID(SlotRunID(tc.base, tc.mode, tc.k))
+	}{{"b", locks.ModeMax, 0}, {"build x", locks.ModeMax, 17}, {"db", locks.ModeShared, 3}, {"", locks.ModeShared, 0}} {
+		base, mode, k, ok := locks.ParseSlotRunID(locks.SlotRunID(tc.base, tc.mode, tc.k))
 		if !ok || base != tc.base || mode != tc.mode || k != tc.k {
 			t.Errorf("ParseSlotRunID(SlotRunID(%q, %s, %d)) = %q, %s, %d, %v", tc.base, tc.mode, tc.k, base, mode, k, ok)
 		}
 	}
 	for _, id := range []string{"plain", "a\x00max x", "a\x00other 1", "a\x00max -1", "a\x00max"} {
-		if _, _, _, ok := ParseSlotRunID(id); ok {
+		if _, _, _, ok := locks.ParseSlotRunID(id); ok {
 			t.Errorf("ParseSlotRunID(%q) ok, want not a slot id", id)
 		}
 	}
@@ -68,7 +70,7 @@ func TestSemaphoreSlots(t *testing.T) {
 		if env["WITHLOCK_RUN_ID"] != "b" || env["WITHLOCK_SLOT"] != strconv.Itoa(l.Slot) || env["WITHLOCK_MAX"] != "3" {
 			t.Errorf("env %v", env)
 		}
-		if env["WITHLOCK_LOCK_FILE"] != r.LockPath(SlotRunID("b", ModeMax, l.Slot)) {
+		if env["WITHLOCK_LOCK_FILE"] != r.LockPath(locks.SlotRunID("b", locks.ModeMax, l.Slot)) {
 			t.Errorf("lock file %q", env["WITHLOCK_LOCK_FILE"])
 		}
 	}
@@ -76,8 +78,8 @@ func TestSemaphoreSlots(t *testing.T) {
 		t.Fatalf("slots %v, want 0, 1, 2", slots)
 	}
 	_, err := r.AcquireSlot(context.Background(), "b", 3, 0)
-	var full *SlotsHeldError
-	if !errors.As(err, &full) || !errors.Is(err, ErrHeld) || len(full.Holders) != 3 {
+	var full *locks.SlotsHeldError
+	if !errors.As(err, &full) || !errors.Is(err, locks.ErrHeld) || len(full.Holders) != 3 {
 		t.Fatalf("fourth holder: %v, want all 3 slots held", err)
 	}
 	self := strconv.Itoa(os.Getpid())
@@ -114,7 +116,7 @@ func TestSemaphoreMismatch(t *testing.T) {
 	r := newTestLocker(t, t.TempDir(), time.Minute)
 	l := mustSlot(t, r, "b", 3)
 	_, err := r.AcquireSlot(context.Background(), "b", 5, time.Minute)
-	if !errors.Is(err, ErrModeMismatch) {
+	if !errors.Is(err, locks.ErrModeMismatch) {
 		t.Fatalf("--max 5 against --max 3: %v", err)
 	}
 	want := fmt.Sprintf("run \"b\": --max 5 disagrees with --max 3 of its running holders (pid %d)", os.Getpid())
@@ -122,13 +124,13 @@ func TestSemaphoreMismatch(t *testing.T) {
 		t.Errorf("line %q, want %q", err.Error(), want)
 	}
 	_, err = r.AcquireSlot(context.Background(), "b", 0, 0)
-	if !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), "--shared disagrees with --max 3") {
+	if !errors.Is(err, locks.ErrModeMismatch) || !strings.Contains(err.Error(), "--shared disagrees with --max 3") {
 		t.Errorf("--shared against --max 3: %v", err)
 	}
 	l.Release()
 	five := mustSlot(t, r, "b", 5)
 	defer five.Release()
-	if mode, max, _, found, err := r.SlotsOf("b"); err != nil || !found || mode != ModeMax || max != 5 {
+	if mode, max, _, found, err := r.SlotsOf("b"); err != nil || !found || mode != locks.ModeMax || max != 5 {
 		t.Errorf("SlotsOf = %s %d %v %v", mode, max, found, err)
 	}
 }
@@ -254,7 +256,7 @@ func TestSemaphoreDeadHolderTreeKeepsSlot(t *testing.T) {
 	r := newTestLocker(t, dir, time.Minute)
 	knobsOf(r).holdPoll = time.Hour
 	_, err := r.AcquireSlot(context.Background(), "b", 1, 0)
-	var full *SlotsHeldError
+	var full *locks.SlotsHeldError
 	if !errors.As(err, &full) || !full.Holders[0].Orphaned {
 		t.Fatalf("slot of a dead holder whose tree runs: %v, want held, orphaned", err)
 	}
@@ -346,7 +348,7 @@ func TestSharedAndExclusive(t *testing.T) {
 	}()
 	waitUntil(t, func() bool { _, err := os.Stat(r.LockPath("db")); return err == nil }, "the exclusive acquirer's intent")
 	// A new shared holder does not get in while the exclusive one waits.
-	if _, err := r.AcquireSlot(context.Background(), "db", 0, 0); !errors.Is(err, ErrHeld) {
+	if _, err := r.AcquireSlot(context.Background(), "db", 0, 0); !errors.Is(err, locks.ErrHeld) {
 		t.Fatalf("shared holder admitted past a waiting exclusive one: %v", err)
 	}
 	sDone := make(chan *SlotLock, 1)
@@ -413,7 +415,7 @@ func exclusiveRunsOut(t *testing.T, r *RunLocker, runID string) *Lock {
 		t.Fatal(err)
 	}
 	err = r.AwaitNoSharers(context.Background(), x, start, 200*time.Millisecond)
-	var held *HeldError
+	var held *locks.HeldError
 	if !errors.As(err, &held) || held.Holder.Pid != os.Getpid() {
 		x.Release()
 		t.Fatalf("AwaitNoSharers = %v, want held by a shared holder of this process", err)
@@ -443,7 +445,7 @@ func TestCorruptMetaHealedWhenNoSlotHeld(t *testing.T) {
 	corruptMeta(t, r, "b")
 	l = mustSlot(t, r, "b", 3)
 	defer l.Release()
-	if mode, max, slots, found, err := r.SlotsOf("b"); err != nil || !found || mode != ModeMax || max != 3 || slots != 3 {
+	if mode, max, slots, found, err := r.SlotsOf("b"); err != nil || !found || mode != locks.ModeMax || max != 3 || slots != 3 {
 		t.Errorf("SlotsOf after the heal = %s max %d slots %d %v %v, want max 3 slots 3", mode, max, slots, found, err)
 	}
 }
@@ -457,7 +459,7 @@ func TestCorruptMetaRebuiltFromHeldSlots(t *testing.T) {
 	a.Release() // slot 0 free, slot 1 held
 	defer b.Release()
 	corruptMeta(t, r, "b")
-	if _, err := r.AcquireSlot(context.Background(), "b", 1, 0); !errors.Is(err, ErrModeMismatch) {
+	if _, err := r.AcquireSlot(context.Background(), "b", 1, 0); !errors.Is(err, locks.ErrModeMismatch) {
 		t.Errorf("--max 1 with slot 1 held: %v, want a mismatch", err)
 	}
 	c := mustSlot(t, r, "b", 2)
@@ -465,7 +467,7 @@ func TestCorruptMetaRebuiltFromHeldSlots(t *testing.T) {
 	if c.Slot != 0 {
 		t.Errorf("newcomer got slot %d, want the free slot 0 (slot 1 is held)", c.Slot)
 	}
-	if _, err := r.AcquireSlot(context.Background(), "b", 2, 0); !errors.Is(err, ErrHeld) {
+	if _, err := r.AcquireSlot(context.Background(), "b", 2, 0); !errors.Is(err, locks.ErrHeld) {
 		t.Errorf("third holder of --max 2: %v, want both slots held", err)
 	}
 }
@@ -484,7 +486,7 @@ func TestCorruptMetaSlotsOfFindsHeldSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	mode, max, slots, found, err := r.SlotsOf("b")
-	if err != nil || !found || mode != ModeMax || slots != 2 || max != 2 {
+	if err != nil || !found || mode != locks.ModeMax || slots != 2 || max != 2 {
 		t.Errorf("SlotsOf with slot 1 held = %s max %d slots %d %v %v, want max 2 slots 2 (the least N that fits)", mode, max, slots, found, err)
 	}
 	if after, _ := os.ReadFile(r.files("b").sem); string(after) != string(before) {
@@ -529,7 +531,7 @@ func TestSemaphoreJustDiedHolderGraced(t *testing.T) {
 	holder.Process.Kill()
 	holder.Wait()
 	r := newTestLocker(t, dir, time.Minute)
-	lockPath := r.LockPath(SlotRunID("b", ModeMax, slot))
+	lockPath := r.LockPath(locks.SlotRunID("b", locks.ModeMax, slot))
 	tree := treePath(lockPath, readPayload(t, lockPath).LockID)
 	go func() {
 		// Killed only once the acquirer waits on the tree file: in its

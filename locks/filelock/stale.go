@@ -1,7 +1,8 @@
-package locks
+package filelock
 
 import (
 	"github.com/withlock/withlock/internal/proc"
+	"github.com/withlock/withlock/locks"
 
 	"io/fs"
 	"time"
@@ -28,7 +29,7 @@ const TornGrace = 2 * time.Second
 // lockView is one read of a lock file.
 type lockView struct {
 	path     string // of the lock file
-	payload  Payload
+	payload  locks.Payload
 	parseErr error // non-nil: empty, oversized or not the schema
 	modTime  time.Time
 	ino      uint64
@@ -114,13 +115,13 @@ func deadReason(l proc.Liveness) StaleReason {
 }
 
 // sameKernelView: the payload's pid names a process we can see and check.
-func sameKernelView(p Payload, self Identity) bool {
+func sameKernelView(p locks.Payload, self Identity) bool {
 	return !self.ForeignProc && sameKernel(p, self) && p.PidNS != 0 && p.PidNS == self.PidNS
 }
 
 // sameKernel: the payload was written on this host since this boot, so its
 // flocks are this kernel's, whatever pid namespace it came from.
-func sameKernel(p Payload, self Identity) bool {
+func sameKernel(p locks.Payload, self Identity) bool {
 	return p.Host != "" && p.Host == self.Host &&
 		p.BootID != "" && p.BootID == self.BootID
 }

@@ -1,4 +1,4 @@
-package locks
+package filelock
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/testwait"
+	"github.com/withlock/withlock/locks"
 )
 
 // TestHelperTreeHolder is a holder process for the tree tests: it takes
@@ -82,11 +83,11 @@ func TestTreeOutlivesHolder(t *testing.T) {
 	if !h.Orphaned || h.TreeFile == "" {
 		t.Fatalf("holder %+v: want orphaned with a tree file", h)
 	}
-	h.FindPids()
+	FindPids(h)
 	if !h.PidsKnown || !slices.Equal(h.Pids, []int{survivor}) {
 		t.Fatalf("pids %v (known %v), want [%d]", h.Pids, h.PidsKnown, survivor)
 	}
-	held := &HeldError{RunID: "job", Holder: *h, At: time.Now()}
+	held := &locks.HeldError{RunID: "job", Holder: *h, At: time.Now()}
 	want := fmt.Sprintf("run \"job\" is held by pid %d's command (holder dead, command still running: pids %d)", h.Pid, survivor)
 	if held.Error() != want {
 		t.Fatalf("conflict line %q, want %q", held.Error(), want)

@@ -1,9 +1,11 @@
-package locks
+package filelock
 
 import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // waitFor is one wait of the file backend, the only one: for a run lock
@@ -16,17 +18,17 @@ type waitFor struct {
 	wait  time.Duration // < 0: forever; 0: one attempt
 	names []string      // base names of the lock files whose removal or rename wakes the wait
 	// try makes one attempt: done, or the holders in the way, or an error.
-	try func() (done bool, held []*Holder, err error)
+	try func() (done bool, held []*locks.Holder, err error)
 	// queue, when set, is asked before each wait whether to wait in a
 	// kernel queue (a flock, hold.go) instead of watching the files: the
 	// request to wait in, or one still pending whose grant also wakes the
 	// watch (inQueue false); again: look again at once (granted just now).
-	queue func(held []*Holder) (q *holdRequest, inQueue, again bool)
+	queue func(held []*locks.Holder) (q *holdRequest, inQueue, again bool)
 	// renew, when set, is a lock kept alive while the wait lasts.
 	renew *Lock
 	// heldError is the error of a wait that ran out; nil (or a nil
 	// error): a *HeldError naming the first holder.
-	heldError func(held []*Holder, now time.Time) error
+	heldError func(held []*locks.Holder, now time.Time) error
 }
 
 // loop runs attempts until one is done, the wait runs out or ctx ends. It
@@ -97,8 +99,8 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 					return err
 				}
 			}
-			held[0].FindPids()
-			return &HeldError{RunID: f.runID, Holder: *held[0], At: now}
+			FindPids(held[0])
+			return &locks.HeldError{RunID: f.runID, Holder: *held[0], At: now}
 		}
 		var q *holdRequest
 		inQueue := false
@@ -163,7 +165,7 @@ func (r *RunLocker) loop(ctx context.Context, f waitFor) error {
 
 // orphaned is the first holder whose holder died with its command still
 // running, or nil.
-func orphaned(held []*Holder) *Holder {
+func orphaned(held []*locks.Holder) *locks.Holder {
 	for _, h := range held {
 		if h.Orphaned {
 			return h
@@ -183,7 +185,7 @@ type treeWatch struct {
 // add watches the trees of held not watched yet, all but a lone local
 // holder's when its pid is watched instead, and returns the channel of
 // their ends (nil when none of held's is watched).
-func (t *treeWatch) add(held []*Holder, pidWatched bool) <-chan struct{} {
+func (t *treeWatch) add(held []*locks.Holder, pidWatched bool) <-chan struct{} {
 	watched := false
 	for _, h := range held {
 		if h.TreeFile == "" || (pidWatched && !h.Orphaned && h.Local) {
@@ -237,7 +239,7 @@ func (r *RunLocker) holdPollEvery() time.Duration {
 
 // recheckBy shortens timeout to end just after a holder's lock may have
 // turned stale by itself.
-func recheckBy(held []*Holder, now time.Time, timeout time.Duration) time.Duration {
+func recheckBy(held []*locks.Holder, now time.Time, timeout time.Duration) time.Duration {
 	for _, h := range held {
 		if h.RecheckAt.IsZero() {
 			continue // held while its tree runs: it turns stale only when that ends

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/withlock/withlock/internal/failpoint"
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // DefaultLockWait bounds the wait for the registry's flock. Every
@@ -27,7 +27,7 @@ const DefaultLockWait = 3 * time.Second
 const maxSize = 16 << 20
 
 // FilePath picks the registry: flag > WITHLOCK_SCOPE_FILE > scope.lock in
-// the run lock's default dir (locks.DefaultDir: /run/withlock for root,
+// the run lock's default dir (filelock.DefaultDir: /run/withlock for root,
 // /tmp/withlock-<uid> otherwise). Like that dir it depends on nothing but
 // the user, so a scope taken from cron (no $XDG_RUNTIME_DIR) and one from
 // a login shell are in the same registry (SPEC §4).
@@ -37,7 +37,7 @@ func FilePath(flag string, getenv func(string) string) string {
 			return v
 		}
 	}
-	return filepath.Join(locks.DefaultDir(), "scope.lock")
+	return filepath.Join(filelock.DefaultDir(), "scope.lock")
 }
 
 // Registry is the machine-wide scope registry on disk. Every change is a

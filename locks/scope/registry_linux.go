@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/withlock/withlock/locks"
+	"github.com/withlock/withlock/locks/filelock"
 )
 
 // maxReopen bounds how often the registry is reopened because the path
@@ -60,7 +60,7 @@ func (f *Registry) checkDir(create bool) error {
 			return err // fs.ErrNotExist: no registry yet
 		}
 	}
-	if err := locks.EnsureDir(f.fs(), dir); err != nil {
+	if err := filelock.EnsureDir(f.fs(), dir); err != nil {
 		return unusable(fmt.Errorf("scope registry directory: %w", err))
 	}
 	return nil
