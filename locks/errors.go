@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The run lock's sentinel errors. Callers match them with errors.Is; the
+// The sentinel errors of every backend's run lock. Callers match them with errors.Is; the
 // command line maps each to an exit status (SPEC §2).
 var (
 	// ErrHeld: someone else holds the lock. It is a result, not a fault:
@@ -21,8 +21,8 @@ var (
 	// the lock path), after bounded retries.
 	ErrUnavailable = errors.New("lock unavailable")
 
-	// ErrLost: the lock file is gone or carries another lock_id; we no
-	// longer hold the lock.
+	// ErrLost: we no longer hold the lock: its file is gone or carries
+	// another lock_id, or its etcd lease or key is gone.
 	ErrLost = errors.New("lock lost")
 )
 

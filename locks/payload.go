@@ -14,10 +14,11 @@ import (
 // treated as corrupt.
 const MaxPayload = 64 << 10
 
-// Payload is the JSON inside a run lock file. The first five fields are the
-// seed writer's schema (epoch seconds as floats), so a lock written by that
-// program is read here and ours is read there; the rest is what withlock
-// needs to judge liveness on this host and to fence.
+// Payload is the JSON inside a run lock file, and the record of a holder
+// in etcd. The first five fields are the seed writer's schema (epoch
+// seconds as floats), so a lock written by that program is read here and
+// ours is read there; the rest is what withlock needs to judge liveness on
+// this host and to fence.
 type Payload struct {
 	RunID     string  `json:"run_id"`
 	LockID    string  `json:"lock_id"`
@@ -36,8 +37,9 @@ type Payload struct {
 	// (see filelock/hold.go).
 	Hold bool `json:"hold,omitempty"`
 	// Tree: the holder keeps flock(LOCK_EX) on <key>.tree.<lock_id>, a
-	// descriptor its command's whole process tree inherits (filelock/tree.go). On
-	// this host and boot the lock is held while anything holds that flock.
+	// descriptor its command's whole process tree inherits
+	// (filelock/tree.go). On this host and boot the lock is held while
+	// anything holds that flock.
 	Tree bool `json:"tree,omitempty"`
 }
 
