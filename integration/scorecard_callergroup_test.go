@@ -331,3 +331,131 @@ func TestScorecardBackgroundNeverStopsNegativeControl(t *testing.T) {
 		t.Fatalf("a background reader of the terminal did not stop: the row cannot tell; terminal:\n%s", out)
 	}
 }
+
+// ctrlZTicking runs tickTree under withlock on a pty, presses Ctrl-Z and
+// reports whether the tree (the command and its setsid'd daemon) ticked on
+// through every 300 ms window of the next 2 s (past stopWait, after which
+// a suspending withlock stops whatever did not stop): an observation
+// window, not a wait. how is who runs withlock: "script" (a `bash -c`
+// script leads the pty's session; withlock shares its group), "withlock"
+// (withlock itself leads the session) or "shell" (an interactive bash
+// runs that script as a job, whose group is no orphan).
+func ctrlZTicking(t *testing.T, how string) (s *ptyShell, ticked bool) {
+	t.Helper()
+	work := t.TempDir()
+	tk := &ticking{main: filepath.Join(work, "main.ticks"), daemon: filepath.Join(work, "daemon.ticks")}
+	argv := []string{binary(t), "run", "--dir", filepath.Join(work, "locks"), "z", "--", "sh", "-c", tickTree, "sh", tk.main, tk.daemon}
+	script := append([]string{"bash", "-c", `"$@"; echo "rc-$?"`, "bash"}, argv...)
+	switch how {
+	case "withlock":
+		s = onPty(t, argv)
+	case "script":
+		s = onPty(t, script)
+	default:
+		s = startPtyShell(t)
+		for i := range script {
+			script[i] = shellQuote(script[i])
+		}
+		s.send(strings.Join(script, " ") + "\n")
+	}
+	tk.waitGrowing(t, "the tree to tick")
+	s.send("\x1a")
+	ticked = true
+	for end := time.Now().Add(2 * time.Second); ticked && time.Now().Before(end); {
+		before := tk.sizes()
+		time.Sleep(300 * time.Millisecond)
+		now := tk.sizes()
+		ticked = now[0] > before[0] && now[1] > before[1]
+	}
+	return s, ticked
+}
+
+// TestScorecardOrphanedCtrlZ: on a terminal that no job-control shell
+// watches (`tmux new-window 'bash deploy.sh'`, `ssh -t host ./deploy.sh`,
+// Python's pty.spawn: the caller leads the session), the caller's process
+// group is orphaned, and the kernel discards the terminal's TSTP for it,
+// as nobody could continue it. Ctrl-Z then does nothing, as it does to
+// the caller and to the command run without withlock (or under flock):
+// withlock stops neither the tree nor itself, the tree ticks on, and one
+// Ctrl-C still ends the run with nothing left.
+func TestScorecardOrphanedCtrlZ(t *testing.T) {
+	for _, how := range []string{"script", "withlock"} {
+		t.Run(how, func(t *testing.T) {
+			s, ticked := ctrlZTicking(t, how)
+			if !ticked {
+				t.Fatalf("Ctrl-Z with nobody to continue the job stopped the tree; terminal:\n%s", s.output())
+			}
+			s.send("\x03")
+			if _, ended := s.exitWithin(5 * time.Second); !ended {
+				t.Fatalf("Ctrl-C after Ctrl-Z did not end the run; terminal:\n%s", s.output())
+			}
+			assertNoneLeft(t)
+		})
+	}
+}
+
+// TestScorecardOrphanedCtrlZNegativeControl: the same script run by an
+// interactive bash is a job of its own group, which bash can continue: Ctrl-Z
+// stops it, tree and all, and the row's check sees it stopped.
+func TestScorecardOrphanedCtrlZNegativeControl(t *testing.T) {
+	if s, ticked := ctrlZTicking(t, "shell"); ticked {
+		t.Fatalf("Ctrl-Z under a job-control shell did not stop the tree: the row cannot tell; terminal:\n%s", s.output())
+	}
+}
+
+// ctrlZWaiting starts a holder of a lock, then a second withlock that
+// waits for it on a pty (how as for ctrlZTicking: "withlock" leads the
+// pty's session, "shell" is a job of an interactive bash), presses Ctrl-Z
+// once it waits, gives a stop up to 1 s to show (an observation window),
+// ends the holder and reports whether the waiter then ran its command.
+func ctrlZWaiting(t *testing.T, how string) (ran bool, screen string) {
+	t.Helper()
+	work := t.TempDir()
+	locks, ready := filepath.Join(work, "locks"), filepath.Join(work, "ready")
+	holder := startProc(binary(t), testEnv(t), "run", "--dir", locks, "w", "--", "sh", "-c", `: >"$1"; exec sleep 30`, "sh", ready)
+	t.Cleanup(func() { stopProc(holder) })
+	if !waitForFile(ready, 10*time.Second, holder.ended) {
+		t.Fatal("the holder never started")
+	}
+	argv := []string{binary(t), "run", "--dir", locks, "--wait", "30s", "w", "--", "sh", "-c", "echo waiter-$((6*7))"}
+	var s *ptyShell
+	if how == "withlock" {
+		s = onPty(t, argv)
+	} else {
+		s = startPtyShell(t)
+		for i := range argv {
+			argv[i] = shellQuote(argv[i])
+		}
+		s.send(strings.Join(argv, " ") + "\n")
+	}
+	s.expect("waiting", 10*time.Second)
+	s.send("\x1a")
+	pollUntil(time.Second, func() bool {
+		for _, p := range markedProcesses(markOf(t)) {
+			if strings.Contains(p.cmdline, "--wait 30s") && p.state == 'T' {
+				return true
+			}
+		}
+		return false
+	})
+	stopProc(holder)
+	return s.shows("waiter-42", 5*time.Second), s.output()
+}
+
+// TestScorecardOrphanedCtrlZWhileWaiting: Ctrl-Z while withlock waits for
+// the lock in an orphaned group (see TestScorecardOrphanedCtrlZ) does not
+// stop it: once the holder ends, it takes the lock and runs its command.
+func TestScorecardOrphanedCtrlZWhileWaiting(t *testing.T) {
+	if ran, out := ctrlZWaiting(t, "withlock"); !ran {
+		t.Fatalf("after Ctrl-Z with nobody to continue it, the waiter never ran its command; terminal:\n%s", out)
+	}
+}
+
+// TestScorecardOrphanedCtrlZWhileWaitingNegativeControl: as a job of an
+// interactive bash the waiter does stop at Ctrl-Z, and the row's check sees
+// that it did not run its command.
+func TestScorecardOrphanedCtrlZWhileWaitingNegativeControl(t *testing.T) {
+	if ran, out := ctrlZWaiting(t, "shell"); ran {
+		t.Fatalf("a waiter stopped by Ctrl-Z under bash ran its command: the row cannot tell; terminal:\n%s", out)
+	}
+}

@@ -22,10 +22,11 @@ var stopWait = time.Second
 // child's tree may run on meanwhile, and nothing of it may run again before
 // withlock has checked, once continued, that the lock is still its own.
 //
-// suspend does it for a TSTP, TTIN or TTOU sent to withlock (sig) and, with
-// sig 0, for a child that stopped by itself with one of them (Ctrl-Z on the
-// terminal the child holds: the TSTP goes to the child's group, not to
-// withlock). The steps:
+// suspend does it for a job-control stop by sig: a TSTP, TTIN or TTOU sent
+// to withlock (forward), or one that stopped the child by itself (Ctrl-Z
+// on the terminal the child holds: the TSTP goes to the child's group, not
+// to withlock) or reached the caller's group that withlock shares. The
+// steps:
 //  1. forward sig to the child's group, so that a program that catches TSTP
 //     (an editor resetting the terminal) can do so;
 //  2. wait, at most stopWait, for that group to stop;
@@ -37,13 +38,24 @@ var stopWait = time.Second
 //     once it is continued: resume then checks the lock first.
 //
 // A child stopped by SIGSTOP (a debugger, an operator) is left to whoever
-// stopped it: withlock runs on and keeps renewing.
-func (s *supervision) suspend(sig syscall.Signal) {
+// stopped it: withlock runs on and keeps renewing. A TSTP in an orphaned
+// group (Orphaned) stops nothing, as the kernel stops neither the caller
+// nor, run without withlock, the command: a child that stopped all the
+// same (its own group has withlock for a parent) is continued, and
+// withlock, which nobody would continue, runs on.
+func (s *supervision) suspend(sig syscall.Signal, forward bool) {
 	if s.exited || s.tearing {
 		s.log.Debug().Stringer("signal", sig).Msg("stopping the command already; not suspending")
 		return
 	}
-	if sig != 0 {
+	if sig == syscall.SIGTSTP && Orphaned() {
+		s.log.Debug().Msg("TSTP in an orphaned process group, which nobody could continue: not stopping")
+		if !forward && !s.shared {
+			s.signalGroup(syscall.SIGCONT)
+		}
+		return
+	}
+	if forward {
 		s.log.Info().Str("event", "signal_forwarded").Stringer("signal", sig).Int("pgid", s.pgid).Msg("forwarding signal")
 		s.signalGroup(sig)
 	}
@@ -83,7 +95,7 @@ func (s *supervision) followStalledStop() {
 	for _, p := range s.groupMembers() {
 		if p.Pid != s.pid && p.State == 'T' {
 			s.log.Debug().Int("pid", p.Pid).Msg("command's group stopped while the command waits for it")
-			s.suspend(0)
+			s.suspend(syscall.SIGTSTP, false) // Ctrl-Z, most likely
 			return
 		}
 	}

@@ -158,7 +158,7 @@ func (s *supervision) reap() {
 		case ws.Stopped():
 			if pid == s.pid && StopsJob(ws.StopSignal()) && !s.tearing && !s.shared {
 				s.log.Debug().Stringer("signal", ws.StopSignal()).Int("pid", pid).Msg("command stopped by job control")
-				s.suspend(0)
+				s.suspend(ws.StopSignal(), false)
 			}
 		case pid == s.pid:
 			s.exited, s.status = true, ws
@@ -187,13 +187,13 @@ func (s *supervision) onSignal(sig os.Signal) {
 	switch {
 	case !ok:
 	case s.shared && StopsJob(ss):
-		s.suspend(0)
+		s.suspend(ss, false)
 	case s.shared && (ss == syscall.SIGINT || ss == syscall.SIGQUIT || ss == syscall.SIGWINCH):
 		s.log.Debug().Stringer("signal", ss).Msg("the terminal's signal reached the command's group itself; not forwarding")
 	case ss == syscall.SIGTERM || ss == syscall.SIGINT:
 		s.onStop(ss)
 	case StopsJob(ss):
-		s.suspend(ss)
+		s.suspend(ss, true)
 	case ss == syscall.SIGCONT && s.resumedBy:
 		s.resumedBy = false
 		s.log.Debug().Msg("the CONT that resumed withlock; the command is continued already")

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/withlock/withlock/internal/failpoint"
+	"github.com/withlock/withlock/internal/proc"
 )
 
 // terminal is withlock's controlling terminal, found on one of the
@@ -41,6 +42,38 @@ func controllingTerminal(files ...*os.File) *terminal {
 // reach the caller and the command as if the caller ran the command itself.
 func sharesCallersGroup(tty *terminal) bool {
 	return tty != nil && tty.pgrp != os.Getpid() && !failpoint.On(failpoint.OwnGroup)
+}
+
+// Orphaned reports whether withlock is on its controlling terminal (on
+// stdin, stdout or stderr) in an orphaned process group: none of the
+// group's members has a parent in another group of the same session, so
+// no job-control shell can continue it. Its caller then leads the session
+// and is no shell (tmux's `new-window 'bash deploy.sh'`, `ssh -t host
+// ./deploy.sh`, Python's pty.spawn), and the kernel discards a TSTP, TTIN
+// or TTOU that would stop such a group's members. Off a terminal, and
+// where /proc cannot be read, it reports false: a TSTP sent there stops
+// withlock as before.
+func Orphaned() bool {
+	all, err := proc.All()
+	if err != nil || controllingTerminal(os.Stdin, os.Stdout, os.Stderr) == nil {
+		return false
+	}
+	pgrp := unix.Getpgrp()
+	sid, _ := unix.Getsid(0)
+	groupOf := make(map[int]int, len(all))
+	for _, p := range all {
+		groupOf[p.Pid] = p.Pgrp
+	}
+	for _, p := range all {
+		// A parent outside withlock's pid namespace (PPid 0) is in no
+		// group seen here: it counts as in another session.
+		if g, seen := groupOf[p.PPid]; p.Pgrp == pgrp && seen && g != pgrp {
+			if s, err := unix.Getsid(p.PPid); err == nil && s == sid {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // foreground returns the terminal's foreground process group, 0 when it

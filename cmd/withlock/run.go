@@ -210,7 +210,8 @@ func superviseUnderLock(c *cli.Command, log zerolog.Logger, sigs *supervisor.Sig
 // acquireInterruptible waits for the lock while watching for signals: one
 // whose default action ends a process aborts the wait (the wait's cause is
 // the exit it asks for, signalStatus), TSTP, TTIN and TTOU
-// stop withlock meanwhile, CONT and WINCH change nothing.
+// stop withlock meanwhile (but in an orphaned group), CONT and WINCH
+// change nothing.
 func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wait time.Duration) (heldLock, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -226,9 +227,12 @@ func acquireInterruptible(sigs *supervisor.Signals, be backend, runID string, wa
 				case supervisor.AbortsWait(s):
 					cancel(signalStatus(s))
 					return
-				case supervisor.StopsJob(s):
+				case supervisor.StopsJob(s) && !supervisor.Orphaned():
 					// Stopped like any waiting process (nothing is held
 					// or running yet); the wait goes on once continued.
+					// In an orphaned group, as the kernel does for any
+					// process there, the stop is dropped: nobody could
+					// continue it.
 					_ = supervisor.StopSelf()
 				}
 			}
