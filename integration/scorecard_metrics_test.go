@@ -55,6 +55,15 @@ func TestScorecardMetricsParse(t *testing.T) {
 	if out := runIn("run", "--dir", dir, "-q", "busy", "--", "true"); out.code != 75 {
 		t.Fatalf("conflict: %+v", out)
 	}
+	// Two slots of a semaphore held: one run id, held once.
+	for i := range 2 {
+		slot := filepath.Join(t.TempDir(), "slot")
+		p := startProc(withlockBin, env, "run", "--dir", dir, "--max", "2", "pool", "--", "sh", "-c", `touch "$0"; exec sleep 60`, slot)
+		defer p.cmd.Process.Kill()
+		if !waitForFile(slot, 10*time.Second, p.ended) {
+			t.Fatalf("slot %d of pool did not start", i)
+		}
+	}
 	out := runIn("metrics", "--dir", dir)
 	if out.code != 0 || out.stderr != "" {
 		t.Fatalf("metrics: %+v", out)
@@ -69,6 +78,7 @@ func TestScorecardMetricsParse(t *testing.T) {
 		testprom.Key("withlock_conflicts_total", busy):                                               1,
 		testprom.Key("withlock_held", map[string]string{"run_id": "busy", "holder_alive": "true"}):   1,
 		testprom.Key("withlock_held", map[string]string{"run_id": weird, "holder_alive": "false"}):   0,
+		testprom.Key("withlock_held", map[string]string{"run_id": "pool", "holder_alive": "true"}):   1,
 	}
 	recent := []string{testprom.Key("withlock_last_success_timestamp_seconds", w), testprom.Key("withlock_last_start_timestamp_seconds", w),
 		testprom.Key("withlock_last_end_timestamp_seconds", w), testprom.Key("withlock_last_start_timestamp_seconds", busy)}
@@ -136,5 +146,44 @@ func TestScorecardMetricsMissingHelper(t *testing.T) {
 	}
 	if _, err := os.Stat(prom); err == nil {
 		t.Error("the text file was written")
+	}
+}
+
+// A history that cannot be read (here a directory where the file should
+// be) is one line on stderr and exit 73, as for status; the metrics of
+// what could be read are still written. Control: without it, exit 0.
+func TestScorecardMetricsUnreadableHistory(t *testing.T) {
+	testprom.Require(t)
+	dir := filepath.Join(t.TempDir(), "locks")
+	env := append(testEnv(t), "PATH="+metricsPath(t))
+	if out, err := execWithlock(withlockBin, env, time.Minute, "run", "--dir", dir, "job", "--", "true"); err != nil || out.code != 0 {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	prom := filepath.Join(t.TempDir(), "withlock.prom")
+	metrics := func() outcome {
+		out, err := execWithlock(withlockBin, env, time.Minute, "metrics", "--dir", dir, "--textfile", prom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := metrics(); out.code != 0 || out.stderr != "" {
+		t.Fatalf("metrics: %+v", out)
+	}
+	bad := filepath.Join(dir, strings.Repeat("0", 64)+".runs")
+	if err := os.Mkdir(bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := metrics()
+	if want := "withlock: metrics: read " + bad + ": is a directory\n"; out.code != 73 || out.stderr != want {
+		t.Errorf("metrics with an unreadable history: exit %d, stderr %q; want 73 and %q", out.code, out.stderr, want)
+	}
+	data, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := testprom.Key("withlock_runs_total", map[string]string{"run_id": "job", "result": "exit"})
+	if p := testprom.Problems(testprom.Parse(t, string(data)), map[string]float64{job: 1}); len(p) > 0 {
+		t.Errorf("the text file: %q", p)
 	}
 }
