@@ -36,7 +36,9 @@ func main() {
 		fmt.Fprintln(fs.Output(), "usage: withlock status --json | withlock-metrics [--textfile PATH]   (withlock metrics runs it so)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil {
 		os.Exit(64)
 	}
 	if fs.NArg() > 0 {
