@@ -1,53 +1,111 @@
-// Command withlock-metrics is `withlock metrics` (SPEC §8): the Prometheus
-// text format of every run id's history in a lock dir, printed or written
-// atomically for node_exporter's textfile collector. It is a binary of its
-// own so that withlock itself does not link the Prometheus client, whose
-// initialisation every `withlock run` would pay for; withlock execs it.
+// Command withlock-metrics is the writing half of `withlock metrics` (SPEC
+// §8): it reads the report of `withlock status --json` on its stdin and
+// prints it as the Prometheus text format, or writes it atomically for
+// node_exporter's textfile collector. withlock builds the report (on
+// either backend: it is status's, whose locks[] entries carry each run
+// id's history) and starts this binary with it; this binary only turns it
+// into metrics. It is a binary of its own so that withlock does not link
+// the Prometheus client, whose initialisation every `withlock run` would
+// pay for.
 //
-//	withlock-metrics [--dir DIR] [--textfile PATH]
+//	withlock status --json | withlock-metrics [--textfile PATH]
+//
+// Exits 0; 64 for a bad command line or a stdin that is not such a report;
+// 73 when the text file cannot be written, or when the report says
+// something could not be read (its "errors", printed one a line; the
+// metrics of what could are still written).
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-
-	"github.com/withlock/withlock/locks"
-	"github.com/withlock/withlock/locks/filelock"
-	"github.com/withlock/withlock/locks/history"
+	"golang.org/x/term"
 )
 
 func main() {
-	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "metrics" {
-		args = args[1:] // exec'd by withlock with its command line
-	}
-	fs := flag.NewFlagSet("withlock metrics", flag.ContinueOnError)
-	dir := fs.String("dir", "", "lock directory (else $WITHLOCK_DIR, $NEXUSCORE_RUN_LOCK_DIR, the default)")
+	fs := flag.NewFlagSet("withlock-metrics", flag.ContinueOnError)
 	textfile := fs.String("textfile", "", "write to `PATH` atomically (temp file + rename) instead of stdout")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: withlock status --json | withlock-metrics [--textfile PATH]   (withlock metrics runs it so)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil {
 		os.Exit(64)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "withlock: metrics: takes no arguments (got %q)\n", fs.Args())
-		os.Exit(64)
+		fail(64, fmt.Errorf("takes no arguments (got %q)", fs.Args()))
 	}
-	if err := run(filelock.ResolveDir(*dir, os.Getenv), *textfile); err != nil {
-		fmt.Fprintln(os.Stderr, "withlock: metrics:", err)
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		fail(64, errors.New("reads the report of `withlock status --json` on stdin; run `withlock metrics`"))
+	}
+	rep, err := readReport(os.Stdin)
+	if err != nil {
+		fail(64, err)
+	}
+	if err := write(rep, *textfile); err != nil {
+		fail(73, err)
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(os.Stderr, "withlock: metrics: "+e)
+	}
+	if len(rep.Errors) > 0 {
 		os.Exit(73)
 	}
 }
 
-func run(dir, textfile string) error {
-	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	if err := m.collect(dir); err != nil {
-		return err
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "withlock: metrics:", err)
+	os.Exit(code)
+}
+
+// report is what this binary reads of `withlock status --json`: each lock
+// entry's run id (a slot's is its run id's), state and holder liveness,
+// and its run id's history (every entry of a run id carries the same);
+// times are epoch seconds, 0 for never.
+type report struct {
+	Locks  []lockEntry `json:"locks"`
+	Errors []string    `json:"errors"`
+}
+
+type lockEntry struct {
+	RunID        string         `json:"run_id"`
+	State        string         `json:"state"`    // held | stale | torn | unreadable | free
+	Liveness     string         `json:"liveness"` // alive | dead | pid reused | unknown | ""
+	LastStart    float64        `json:"last_start"`
+	LastEnd      float64        `json:"last_end"` // of the last run that ended with an exit status
+	LastExitCode int            `json:"last_exit_code"`
+	LastDuration float64        `json:"last_duration_seconds"`
+	LastSuccess  float64        `json:"last_success"`
+	RunsTotal    map[string]int `json:"runs_total"`
+	Conflicts    int            `json:"conflicts_total"`
+}
+
+func readReport(r io.Reader) (*report, error) {
+	var rep report
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&rep); err != nil {
+		return nil, fmt.Errorf("stdin is not the report of `withlock status --json`: %w", err)
 	}
+	if rep.Locks == nil {
+		return nil, errors.New("stdin is not the report of `withlock status --json`: it has no \"locks\"")
+	}
+	return &rep, nil
+}
+
+// write prints the metrics of rep, or writes them to textfile (temp file
+// + rename) when it is not "".
+func write(rep *report, textfile string) error {
+	reg := prometheus.NewRegistry()
+	newMetrics(reg).add(rep)
 	if textfile != "" {
 		return prometheus.WriteToTextfile(textfile, reg)
 	}
@@ -93,72 +151,47 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}
 }
 
-// collect reads every history file in dir, and the locks held there.
-func (m *metrics) collect(dir string) error {
-	paths, err := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
-	if err != nil {
-		return err
-	}
-	seen := map[string]history.Summary{}
-	for _, path := range paths {
-		recs, _, err := history.Read(path)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			continue
-		}
-		seen[recs[len(recs)-1].RunID] = history.Summarize(recs)
-	}
-	locker, err := filelock.NewRunLocker(dir, locks.DefaultTTL)
-	if err != nil {
-		return err
-	}
-	rep, err := locker.Inspect()
-	if err != nil {
-		return err
-	}
-	held := map[string]bool{} // run id -> some holder alive
+// add sets the metrics of every run id in rep: its history (once, from its
+// first entry), and withlock_held — 1 when one of its entries is held (or
+// torn: being written, which counts as held), with holder_alive true when
+// such a holder is not known dead; else 0 and false.
+func (m *metrics) add(rep *report) {
+	held, alive, order := map[string]bool{}, map[string]bool{}, []string{}
+	first := map[string]lockEntry{}
 	for _, l := range rep.Locks {
-		if l.State != filelock.StateHeld && l.State != filelock.StateTorn {
-			continue
+		if l.RunID == "" {
+			continue // an unreadable lock file that names no run id (the report's errors say so)
 		}
-		id, _, _, _ := locks.ParseSlotRunID(l.Payload.RunID)
-		held[id] = held[id] || l.Liveness != filelock.HolderDead
-		if s, ok := seen[id]; ok && l.State == filelock.StateHeld {
-			// A run under way has no record yet: its start is its lock's.
-			s.LastStart = max(s.LastStart, l.Payload.CreatedAt)
-			seen[id] = s
+		if _, seen := first[l.RunID]; !seen {
+			first[l.RunID] = l
+			order = append(order, l.RunID)
 		}
-	}
-	for id, s := range seen {
-		m.add(id, s)
-	}
-	for id, alive := range held {
-		m.held.WithLabelValues(id, fmt.Sprint(alive)).Set(1)
-	}
-	for id := range seen {
-		if _, ok := held[id]; !ok {
-			m.held.WithLabelValues(id, "false").Set(0)
+		if l.State == "held" || l.State == "torn" {
+			held[l.RunID] = true
+			alive[l.RunID] = alive[l.RunID] || l.Liveness != "dead"
 		}
 	}
-	return nil
-}
-
-func (m *metrics) add(id string, s history.Summary) {
-	if s.LastStart > 0 {
-		m.lastStart.WithLabelValues(id).Set(s.LastStart)
+	for _, id := range order {
+		h := first[id]
+		if h.LastStart > 0 {
+			m.lastStart.WithLabelValues(id).Set(h.LastStart)
+		}
+		if h.LastEnd > 0 {
+			m.lastEnd.WithLabelValues(id).Set(h.LastEnd)
+			m.lastDuration.WithLabelValues(id).Set(h.LastDuration)
+			m.lastExit.WithLabelValues(id).Set(float64(h.LastExitCode))
+		}
+		if h.LastSuccess > 0 {
+			m.lastSuccess.WithLabelValues(id).Set(h.LastSuccess)
+		}
+		for result, n := range h.RunsTotal {
+			m.runs.WithLabelValues(id, result).Add(float64(n))
+		}
+		m.conflicts.WithLabelValues(id).Add(float64(h.Conflicts))
+		v := 0.0
+		if held[id] {
+			v = 1
+		}
+		m.held.WithLabelValues(id, fmt.Sprint(alive[id])).Set(v)
 	}
-	if s.Last != nil {
-		m.lastEnd.WithLabelValues(id).Set(s.Last.EndedAt)
-		m.lastDuration.WithLabelValues(id).Set(s.Last.Duration())
-		m.lastExit.WithLabelValues(id).Set(float64(*s.Last.ExitCode))
-	}
-	if s.LastSuccess != nil {
-		m.lastSuccess.WithLabelValues(id).Set(s.LastSuccess.EndedAt)
-	}
-	for result, n := range s.RunsTotal {
-		m.runs.WithLabelValues(id, result).Add(float64(n))
-	}
-	m.conflicts.WithLabelValues(id).Add(float64(s.Conflicts))
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
 )
 
@@ -83,26 +81,25 @@ func unknownCommand(_ context.Context, c *cli.Command) error {
 	return usageError("unknown command %q; did you mean %q?", name, suggestion)
 }
 
-// completeRunIDs completes a run id (run, status, break) with those of the
-// locks in the lock directory (--dir, else the default), each with its
-// state; after run's RUN_ID, and for a flag, it completes as the library
-// does.
+// completeRunIDs completes a run id (run, status, break) with those that
+// status lists on the backend (--dir, else the default; --backend etcd):
+// each lock's, and each of a past run that holds none, with its state
+// (free). After run's RUN_ID, and for a flag, it completes as the library
+// does. Only a completion reads them, never `withlock run`.
 func completeRunIDs(ctx context.Context, c *cli.Command) {
 	args := c.Args().Slice()
 	if len(args) > 0 && (c.Name == "run" || strings.HasPrefix(args[len(args)-1], "-")) {
 		cli.DefaultCompleteWithFlags(ctx, c)
 		return
 	}
-	locker, err := filelock.NewRunLocker(filelock.ResolveDir(c.String("dir"), os.Getenv), locks.DefaultTTL)
+	st, err := backendReport(c) // metrics.go
 	if err != nil {
 		return
 	}
-	rep, err := locker.Inspect()
-	if err != nil {
-		return
-	}
-	for _, l := range rep.Locks {
-		if id := l.Payload.RunID; id != "" && !strings.ContainsAny(id, "\n:") {
+	seen := map[string]bool{}
+	for _, l := range st.Locks {
+		if id := l.RunID; id != "" && !seen[id] && !strings.ContainsAny(id, "\n:") {
+			seen[id] = true
 			fmt.Fprintf(c.Root().Writer, "%s:%s\n", id, l.State)
 		}
 	}

@@ -128,33 +128,44 @@ func etcdTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 // backend's table or, with --json, its JSON document (statusReport), so the
 // same scripts read both. 73 when etcd cannot be read.
 func etcdStatus(c *cli.Command) error {
-	l, err := etcdLocker(c, zerolog.Nop())
+	st, queued, err := etcdReport(c, c.Args().Slice())
 	if err != nil {
 		return err
 	}
-	owners, err := l.Status(context.Background())
-	if err != nil {
-		return exitWith(exitCantCreate, fmt.Errorf("status: %w", err))
-	}
-	if c.NArg() > 0 {
-		owners = onlyRunIDs(owners, c.Args().Slice())
-	}
-	st := etcdStatusReport(l, owners, time.Now())
-	etcdHistory(l, st, c.Args().Slice()) // history_etcd.go
 	if c.Bool("json") {
 		return writeJSON(c, st, st.Errors)
 	}
 	writeStatusTable(c.Root().Writer, st)
+	if len(queued) > 0 {
+		fmt.Fprintf(c.Root().Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
+	}
+	return statusErrors(st.Errors)
+}
+
+// etcdReport is the status report of the run locks in etcd and their
+// history (only runIDs', none: all), and the waiters queued on them ("RUN_ID
+// N" each).
+func etcdReport(c *cli.Command, runIDs []string) (*statusReport, []string, error) {
+	l, err := etcdLocker(c, zerolog.Nop())
+	if err != nil {
+		return nil, nil, err
+	}
+	owners, err := l.Status(context.Background())
+	if err != nil {
+		return nil, nil, exitWith(exitCantCreate, fmt.Errorf("%s: %w", c.Name, err))
+	}
+	if len(runIDs) > 0 {
+		owners = onlyRunIDs(owners, runIDs)
+	}
+	st := etcdStatusReport(l, owners, time.Now())
+	etcdHistory(l, st, runIDs) // history_etcd.go
 	var queued []string
 	for _, o := range owners {
 		if o.Waiters > 0 {
 			queued = append(queued, fmt.Sprintf("%s %d", o.RunID, o.Waiters))
 		}
 	}
-	if len(queued) > 0 {
-		fmt.Fprintf(c.Root().Writer, "\nwaiting: %s\n", strings.Join(queued, ", "))
-	}
-	return statusErrors(st.Errors)
+	return st, queued, nil
 }
 
 // onlyRunIDs keeps the owners of runIDs, in that order: every shared

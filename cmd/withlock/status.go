@@ -172,8 +172,9 @@ type scopeStatus struct {
 	Allocations []scope.Node `json:"allocations"`
 }
 
-// gatherStatus reads the lock directory and the scope registry. What could
-// not be read goes to Errors; the rest is still reported.
+// gatherStatus reads the lock directory and the scope registry (none for
+// scopeFile ""). What could not be read goes to Errors; the rest is still
+// reported.
 func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
@@ -216,7 +217,7 @@ func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string)
 	addHistory(st, fileHistories(locker.Dir, st), func(id string) lockStatus {
 		return lockStatus{RunID: id, Key: locks.Key(id), LockFile: locker.LockPath(id), State: "free", Tree: "none", Pids: []int{}, Mode: "exclusive", Slot: -1}
 	})
-	if len(runIDs) == 0 {
+	if len(runIDs) == 0 && scopeFile != "" {
 		st.Scopes = gatherScopes(scopeFile, st)
 	}
 	return st

@@ -3,10 +3,11 @@
 // Package etcdcli holds black-box tests of `withlock run --backend etcd`
 // against an embedded etcd server: real processes, real signals.
 //
-// TestMain builds the two binaries as they are installed, side by side:
-// withlock (default build) and withlock-etcd (-tags etcd), with -race when
-// this test binary has it. Most tests run the default withlock, so every
-// run also goes through its exec of withlock-etcd.
+// TestMain builds the binaries as they are installed, side by side:
+// withlock (default build), withlock-etcd (-tags etcd) and
+// withlock-metrics, with -race when this test binary has it. Most tests run
+// the default withlock, so every run also goes through its exec of
+// withlock-etcd.
 package etcdcli
 
 import (
@@ -22,7 +23,7 @@ import (
 )
 
 var (
-	binDir    string // withlock and withlock-etcd
+	binDir    string // withlock, withlock-etcd and withlock-metrics
 	withlock  string // default build: execs withlock-etcd for --backend etcd
 	buildErr  error
 	raceBuild bool
@@ -54,13 +55,15 @@ func buildBinaries(dir string) error {
 			}
 		}
 	}
+	const cmd = "github.com/withlock/withlock/cmd/"
 	builds := [][]string{
-		{"-o", filepath.Join(dir, "withlock")},
-		{"-tags", "etcd", "-o", filepath.Join(dir, "withlock-etcd")},
+		{"-o", filepath.Join(dir, "withlock"), cmd + "withlock"},
+		{"-tags", "etcd", "-o", filepath.Join(dir, "withlock-etcd"), cmd + "withlock"},
+		{"-o", filepath.Join(dir, "withlock-metrics"), cmd + "withlock-metrics"},
 	}
 	for _, b := range builds {
 		args := append(append([]string{"build"}, flags...), b...)
-		out, err := exec.CommandContext(ctx, "go", append(args, "github.com/withlock/withlock/cmd/withlock")...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("go %v: %w\n%s", args, err, out)
 		}
@@ -75,7 +78,7 @@ func buildBinaries(dir string) error {
 func recordBuildInputs(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, "go", "list", "-deps", "-tags", "etcd",
 		"-f", `{{if .Module}}{{if .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
-{{end}}{{end}}{{end}}`, "github.com/withlock/withlock/cmd/withlock").Output()
+{{end}}{{end}}{{end}}`, "github.com/withlock/withlock/cmd/withlock", "github.com/withlock/withlock/cmd/withlock-metrics").Output()
 	if err != nil {
 		return fmt.Errorf("go list: %w", err)
 	}
