@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/scope"
@@ -200,7 +201,7 @@ func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError,
 	case !h.Local:
 		return nil, "", live // nothing we can signal from here
 	default:
-		if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
+		if err := proc.Signal(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
 			return nil, "", fmt.Errorf("signal pid %d: %w", h.Pid, err)
 		}
 	}
@@ -225,7 +226,7 @@ func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError,
 // those the holder's tree had when last found (filelock.FindPids).
 func signalTree(pids []int, sig syscall.Signal) {
 	for _, pid := range pids {
-		signalHolder(pid, 0, sig)
+		proc.Signal(pid, 0, sig)
 	}
 }
 
