@@ -67,12 +67,7 @@ type Registry struct {
 	FS FS
 }
 
-func (f *Registry) fs() FS {
-	if f.FS != nil {
-		return f.FS
-	}
-	return OS{}
-}
+func (f *Registry) fs() FS { return cmp.Or[FS](f.FS, OS{}) }
 
 func (f *Registry) backupPath() string { return f.Path + ".bak" }
 
