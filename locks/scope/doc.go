@@ -9,7 +9,7 @@
 //   - effective scope = allow − Σ children's allow: Effective
 //   - write-conflict check at start, naming each competitor:
 //     Table.Register (checkConflicts)
-//   - delegation (scope 分譲): withinParent, and RecomputeDenies for the
+//   - delegation (scope 分譲): checkConflicts, and RecomputeDenies for the
 //     parent's scope_deny
 //   - stale reclaim by PID liveness, scope handed back: at a start,
 //     kill(pid, 0) for every holder and the full judgement (zombie,
