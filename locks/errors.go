@@ -99,13 +99,3 @@ func flag(max int) string {
 func MaxMismatch(runID string, want, have int, holder Holder) error {
 	return &MismatchError{RunID: runID, Want: flag(want), Have: flag(have), Holder: holder}
 }
-
-// SharedMaxMismatch is the error of --shared against running holders of
-// --max have (shared true), or of --max want against running shared
-// holders (shared false), for backends that keep the mode elsewhere (etcd).
-func SharedMaxMismatch(runID string, shared bool, max int, holder Holder) error {
-	if shared {
-		return &MismatchError{RunID: runID, Want: flag(0), Have: flag(max), Holder: holder}
-	}
-	return &MismatchError{RunID: runID, Want: flag(max), Have: flag(0), Holder: holder}
-}

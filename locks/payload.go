@@ -176,14 +176,19 @@ func OneLine(s string) string {
 // orphanText names an orphaned holder's command and the surviving pids
 // of its tree: "123's command (holder dead, command still running: pids 124 125)".
 func (h *Holder) orphanText() string {
-	pids := "pids " + strings.Trim(fmt.Sprint(h.Pids), "[]")
+	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, PidsText(h.Pids, h.PidsKnown))
+}
+
+// PidsText names the surviving pids of an orphaned holder's tree, as
+// FindPids found them (known false: /proc could not tell).
+func PidsText(pids []int, known bool) string {
 	switch {
-	case !h.PidsKnown:
-		pids = "pids unknown"
-	case len(h.Pids) == 0:
-		pids = "no pids found"
+	case !known:
+		return "pids unknown"
+	case len(pids) == 0:
+		return "no pids found"
 	}
-	return fmt.Sprintf("%d's command (%s: %s)", h.Pid, OrphanedText, pids)
+	return "pids " + strings.Trim(fmt.Sprint(pids), "[]")
 }
 
 func age(now, t time.Time) string {

@@ -134,7 +134,7 @@ func (s *supervision) stopTree() []proc.Process {
 		if runsNothing(p.State) {
 			continue
 		}
-		if err := signalProcess(p, syscall.SIGSTOP); err != nil {
+		if err := proc.Signal(p.Pid, p.StartTime, syscall.SIGSTOP); err != nil {
 			s.log.Warn().Err(err).Int("pid", p.Pid).Msg("stop")
 			continue
 		}

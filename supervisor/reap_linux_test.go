@@ -45,20 +45,20 @@ func TestSignalChecksStartTime(t *testing.T) {
 	}
 	stale := p
 	stale.StartTime++
-	if err := signalProcess(stale, syscall.SIGKILL); err != nil {
+	if err := proc.Signal(stale.Pid, stale.StartTime, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := proc.Read(p.Pid); err != nil || got.StartTime != p.StartTime {
 		t.Fatalf("the process with a different start time was killed: %v", err)
 	}
-	if err := signalProcess(p, syscall.SIGKILL); err != nil {
+	if err := proc.Signal(p.Pid, p.StartTime, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("child ended %v, want killed", err)
 	}
-	if err := signalProcess(p, syscall.SIGKILL); err != nil {
+	if err := proc.Signal(p.Pid, p.StartTime, syscall.SIGKILL); err != nil {
 		t.Errorf("signalling a reaped process: %v, want no error", err)
 	}
 }

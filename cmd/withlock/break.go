@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
 	"github.com/withlock/withlock/locks/scope"
@@ -128,7 +129,7 @@ func breakScopes(c *cli.Command) error {
 // breakOne breaks the lock of id (a run id or a slot's derived id);
 // quietFree says nothing when there is no lock.
 func breakOne(c *cli.Command, locker *filelock.RunLocker, runID string, say func(string, ...any), quietFree bool) error {
-	b, err := locker.Break(runID, c.Bool("force"))
+	b, err := locker.Break(runID, c.Bool("force"), "")
 	var live *filelock.LiveHolderError
 	how := "" // how an orphaned holder's tree was ended
 	if errors.As(err, &live) && c.Bool("signal") {
@@ -183,7 +184,7 @@ const treeKillWait = 10 * time.Second
 // every process that holds the tree file and their process groups'
 // members), waits up to grace for the lock to be released or turn stale,
 // sends KILL to what is left of an orphaned tree, and then moves aside the
-// lock of that acquisition if it is still there (BreakHolder: a new
+// lock of that acquisition if it is still there (Break with its lock id: a new
 // holder's is left alone). A holder that ended before the signal is not
 // signalled (its pid may be another process's). It reports how an
 // orphaned tree was ended ("" for a holder); errReleased when the holder
@@ -200,7 +201,7 @@ func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError,
 	case !h.Local:
 		return nil, "", live // nothing we can signal from here
 	default:
-		if err := signalHolder(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
+		if err := proc.Signal(h.Pid, h.PidStart, syscall.SIGTERM); err != nil {
 			return nil, "", fmt.Errorf("signal pid %d: %w", h.Pid, err)
 		}
 	}
@@ -214,7 +215,7 @@ func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError,
 			return nil, "", fmt.Errorf("run %q: its command's tree (pids %s) still holds the lock %v after KILL", live.RunID, joinPids(h.Pids), treeKillWait)
 		}
 	}
-	b, err := locker.BreakHolder(live.RunID, h.LockID)
+	b, err := locker.Break(live.RunID, true, h.LockID)
 	if errors.Is(err, filelock.ErrNoLock) {
 		return nil, "", errReleased
 	}
@@ -225,7 +226,7 @@ func signalThenBreak(locker *filelock.RunLocker, live *filelock.LiveHolderError,
 // those the holder's tree had when last found (filelock.FindPids).
 func signalTree(pids []int, sig syscall.Signal) {
 	for _, pid := range pids {
-		signalHolder(pid, 0, sig)
+		proc.Signal(pid, 0, sig)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
 )
@@ -68,7 +69,7 @@ func TestSignalThenBreakHolderGoneMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { other.Process.Kill(); other.Wait() }() // on an early failure
-	start, err := filelock.ProcessStartTime(other.Process.Pid)
+	start, err := proc.StartTime(other.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,20 +157,18 @@ func (l *historyLock) Release() error {
 	return err
 }
 
-// noteResult gives the run's record how the command ended (a lock that
-// keeps no history is left alone).
-func noteResult(lock heldLock, res supervisor.Result, err error) {
-	if l, ok := lock.(*historyLock); ok {
-		l.setResult(res, err)
-	}
-}
-
 // results names the ways a command ends in its record; the others are
 // errors, with the supervisor's reason as the message.
 var results = [...]string{supervisor.Exited: history.ResultExit, supervisor.Signaled: history.ResultSignal,
 	supervisor.TimedOut: history.ResultTimeout, supervisor.LockLost: history.ResultLockLost}
 
-func (l *historyLock) setResult(res supervisor.Result, err error) {
+// noteResult gives the run's record how the command ended (a lock that
+// keeps no history is left alone).
+func noteResult(lock heldLock, res supervisor.Result, err error) {
+	l, ok := lock.(*historyLock)
+	if !ok {
+		return
+	}
 	rec := &l.rec
 	l.ended, rec.ExitCode, rec.Result = true, &res.Status, history.ResultError
 	if int(res.Reason) < len(results) && err == nil {

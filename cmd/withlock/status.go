@@ -320,7 +320,7 @@ func lockRow(l lockStatus, now float64) []string {
 		state += " (" + l.StaleReason + ")"
 	}
 	if l.Holder != "" {
-		state += " (" + l.Holder + ": " + pidList(l) + ")"
+		state += " (" + l.Holder + ": " + locks.PidsText(l.Pids, l.PidsKnown) + ")"
 	}
 	result, success := lastColumns(l.historyStatus, now)
 	if l.State == "free" || l.State == "unreadable" || (l.Pid == 0 && l.LockID == "") {
@@ -355,17 +355,6 @@ func scopeRows(t table, n scope.Node, indent string) {
 	for _, child := range n.Children {
 		scopeRows(t, child, strings.ReplaceAll(indent, "└ ", "  ")+"└ ")
 	}
-}
-
-// pidList names an orphaned tree's surviving pids.
-func pidList(l lockStatus) string {
-	if !l.PidsKnown {
-		return "pids unknown"
-	}
-	if len(l.Pids) == 0 {
-		return "no pids found"
-	}
-	return "pids " + joinPids(l.Pids)
 }
 
 func orDash(s string) string {

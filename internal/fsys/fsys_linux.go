@@ -74,19 +74,32 @@ func (OS) Link(oldpath, newpath string) error        { return os.Link(oldpath, n
 func (OS) Remove(path string) error                  { return os.Remove(path) }
 
 func (OS) WriteNew(path string, data []byte, perm fs.FileMode) error {
+	return writeNew(path, data, perm, false)
+}
+
+// WriteSynced is WriteNew that fsyncs the file before it returns: for what
+// must be on the device before the next step (the scope registry's
+// backup, locks/scope).
+func (OS) WriteSynced(path string, data []byte, perm fs.FileMode) error {
+	return writeNew(path, data, perm, true)
+}
+
+func writeNew(path string, data []byte, perm fs.FileMode, sync bool) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(path)
-		return err
 	}
-	return nil
+	return err
 }
 
 func (OS) ReadLockFile(path string, limit int64) ([]byte, fs.FileInfo, error) {

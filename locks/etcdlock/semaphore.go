@@ -84,7 +84,7 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			first = nil // negative control: a plain run does not keep slots out
 		}
 		if first != nil && first.Shared {
-			return nil, 0, locks.SharedMaxMismatch(runID, false, max, holderOf(first))
+			return nil, 0, locks.MaxMismatch(runID, max, 0, holderOf(first))
 		}
 		watch := l.slotsPrefix(runID)
 		var report func()

@@ -67,7 +67,7 @@ func (l *Locker) sharedBesideMax(runID string, slot *mvccpb.KeyValue, maxKV []*m
 	if len(maxKV) > 0 {
 		max, _ = strconv.Atoi(string(maxKV[0].Value))
 	}
-	return locks.SharedMaxMismatch(runID, true, max, holderOf(l.slotOwnerFromKV(slot)))
+	return locks.MaxMismatch(runID, 0, max, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // reporter is the OnWait call of a wait behind o (nil: nobody) since start.

@@ -55,21 +55,13 @@ type Broken struct {
 // is refused with a *LiveHolderError. With force any lock file is moved,
 // even one that cannot be read. No lock: ErrNoLock. The fencing counter is
 // left alone, so the next holder still gets a larger token.
-func (r *RunLocker) Break(runID string, force bool) (*Broken, error) {
-	return r.breakLock(runID, force, "")
-}
-
-// BreakHolder moves the lock of runID aside, alive holder or not, but only
-// while it still carries lockID: once that holder released it, a new
-// holder's lock is never touched (ErrNoLock). It is the last step of
+//
+// With lockID set (and force), the lock is moved, alive holder or not, but
+// only while it still carries lockID: once that holder released it, a new
+// holder's lock is never touched (ErrNoLock). That is the last step of
 // `withlock break --signal`, after the holder had its chance to leave
 // (AwaitRelease).
-func (r *RunLocker) BreakHolder(runID, lockID string) (*Broken, error) {
-	return r.breakLock(runID, true, lockID)
-}
-
-// breakLock is Break; lockID, when set, is the only lock it may move.
-func (r *RunLocker) breakLock(runID string, force bool, lockID string) (*Broken, error) {
+func (r *RunLocker) Break(runID string, force bool, lockID string) (*Broken, error) {
 	files := r.files(runID)
 	lockPath := files.lock
 	fi, err := r.fsys().Lstat(lockPath)

@@ -21,7 +21,7 @@ func TestBreakMovesStaleLockAside(t *testing.T) {
 	fence := r.files("job").fence
 	writeLockFile(t, fence, []byte("7\n"), time.Time{})
 
-	b, err := r.Break("job", false)
+	b, err := r.Break("job", false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestBreakNeverOverwritesEarlierStaleFile(t *testing.T) {
 		p := holderPayload(r, "job", deadPid(t), time.Hour)
 		p.ExpiresAt = epochSeconds(fixed.Add(time.Hour))
 		writeLockFile(t, r.LockPath("job"), p, time.Time{})
-		b, err := r.Break("job", false)
+		b, err := r.Break("job", false, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestBreakRefusesLiveHolderUnlessForced(t *testing.T) {
 		"remote": "liveness is unknown",
 		"torn":   "too fresh",
 	} {
-		_, err := r.Break(id, false)
+		_, err := r.Break(id, false, "")
 		var live *LiveHolderError
 		if !errors.As(err, &live) || !errors.Is(err, locks.ErrHeld) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want a LiveHolderError saying %q", id, err, want)
@@ -91,7 +91,7 @@ func TestBreakRefusesLiveHolderUnlessForced(t *testing.T) {
 		}
 	}
 
-	b, err := r.Break("live", true)
+	b, err := r.Break("live", true, "")
 	if err != nil || b.Reason != NotStale {
 		t.Fatalf("forced: %+v %v", b, err)
 	}
@@ -103,7 +103,7 @@ func TestBreakRefusesLiveHolderUnlessForced(t *testing.T) {
 func TestBreakWithoutLock(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "locks")
 	r := newTestLocker(t, dir, time.Minute)
-	if _, err := r.Break("none", false); !errors.Is(err, ErrNoLock) {
+	if _, err := r.Break("none", false, ""); !errors.Is(err, ErrNoLock) {
 		t.Fatalf("missing dir: %v", err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
@@ -117,10 +117,10 @@ func TestBreakUnreadableNeedsForce(t *testing.T) {
 	if err := syscall.Mkfifo(r.LockPath("fifo"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Break("fifo", false); err == nil || !strings.Contains(err.Error(), "--force") {
+	if _, err := r.Break("fifo", false, ""); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("unforced break of a FIFO: %v", err)
 	}
-	b, err := r.Break("fifo", true)
+	b, err := r.Break("fifo", true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,17 +194,17 @@ func TestBreakHolderOnlyMovesThatHoldersLock(t *testing.T) {
 	if err := first.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.BreakHolder("job", firstID); !errors.Is(err, ErrNoLock) {
+	if _, err := r.Break("job", true, firstID); !errors.Is(err, ErrNoLock) {
 		t.Fatalf("released holder: %v, want ErrNoLock", err)
 	}
 	second := mustAcquire(t, r, "job")
-	if _, err := r.BreakHolder("job", firstID); !errors.Is(err, ErrNoLock) {
+	if _, err := r.Break("job", true, firstID); !errors.Is(err, ErrNoLock) {
 		t.Fatalf("new holder's lock: %v, want ErrNoLock", err)
 	}
 	if got := readPayload(t, r.LockPath("job")); got.LockID != second.LockID() {
 		t.Fatalf("new holder's lock was touched: %+v", got)
 	}
-	b, err := r.BreakHolder("job", second.LockID())
+	b, err := r.Break("job", true, second.LockID())
 	if err != nil || b.Reason != NotStale || b.Holder.LockID != second.LockID() {
 		t.Fatalf("live holder: %+v %v", b, err)
 	}

@@ -1,6 +1,7 @@
 package filelock
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,12 +12,7 @@ import (
 // ResolveDir picks the lock directory: flag > WITHLOCK_DIR >
 // NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > DefaultDir.
 func ResolveDir(flag string, getenv func(string) string) string {
-	for _, v := range []string{flag, getenv("WITHLOCK_DIR"), getenv("NEXUSCORE_RUN_LOCK_DIR")} {
-		if v != "" {
-			return v
-		}
-	}
-	return DefaultDir()
+	return cmp.Or(flag, getenv("WITHLOCK_DIR"), getenv("NEXUSCORE_RUN_LOCK_DIR"), DefaultDir())
 }
 
 // DefaultDir is the lock directory when nothing names one: /run/withlock

@@ -48,7 +48,3 @@ func SelfIdentity() (Identity, error) {
 	}
 	return self, nil
 }
-
-// ProcessStartTime returns field 22 of /proc/<pid>/stat: the start time in
-// clock ticks since boot.
-func ProcessStartTime(pid int) (uint64, error) { return proc.StartTime(pid) }

@@ -78,7 +78,6 @@ type Leftover struct {
 // DirReport is everything Inspect found in a lock directory.
 type DirReport struct {
 	Dir       string
-	Missing   bool // the directory does not exist: nothing is locked
 	Locks     []LockInfo
 	Leftovers []Leftover
 }
@@ -100,8 +99,7 @@ func (r *RunLocker) Inspect() (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
 	entries, err := readLockDir(r.fsys(), r.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		rep.Missing = true
-		return rep, nil
+		return rep, nil // no directory: nothing is locked
 	}
 	if err != nil {
 		return nil, err
@@ -144,8 +142,7 @@ func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
 	err := checkReadDir(r.fsys(), r.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		rep.Missing = true
-		return rep, nil
+		return rep, nil // no directory: nothing is locked
 	}
 	if err != nil {
 		return nil, err

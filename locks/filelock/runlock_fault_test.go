@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/withlock/withlock/internal/proc"
 	"github.com/withlock/withlock/internal/testwait"
 	"github.com/withlock/withlock/locks"
 )
@@ -320,7 +321,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start, _ := ProcessStartTime(cmd.Process.Pid)
+	start, _ := proc.StartTime(cmd.Process.Pid)
 	self, _ := SelfIdentity()
 	writeLockFile(t, w.LockPath("job"), locks.Payload{RunID: "job", LockID: "child", Pid: cmd.Process.Pid, PidStart: start,
 		ExpiresAt: epochSeconds(time.Now().Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{})

@@ -369,7 +369,7 @@ func TestStaleRulesTree(t *testing.T) {
 }
 
 func TestProcessLiveness(t *testing.T) {
-	start, err := ProcessStartTime(os.Getpid())
+	start, err := proc.StartTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,12 @@
 //   - effective scope = allow − Σ children's allow: Effective
 //   - write-conflict check at start, naming each competitor:
 //     Table.Register (checkConflicts)
-//   - delegation (scope 分譲): withinParent, and RecomputeDenies for the
+//   - delegation (scope 分譲): checkConflicts, and RecomputeDenies for the
 //     parent's scope_deny
-//   - stale reclaim by PID liveness, scope handed back: Table.ReclaimStale;
-//     at a start, kill(pid, 0) for every holder and the full judgement
-//     (zombie, reused pid) for those that concern the request:
-//     Table.reclaimFor
+//   - stale reclaim by PID liveness, scope handed back: at a start,
+//     kill(pid, 0) for every holder and the full judgement (zombie,
+//     reused pid) for those that concern the request: Table.reclaimFor
+//     (Table.remove)
 //   - re-parenting of a dead or released holder's children: reparent
 //   - release at exit: Table.Release
 //   - the file, its flock, in-place rewrite, torn-file recovery:

@@ -30,7 +30,8 @@ type FS interface {
 	WriteSynced(path string, data []byte, perm fs.FileMode) error
 }
 
-// OS is the real filesystem. The zero value is ready to use.
+// OS is the real filesystem (WriteSynced is fsys.OS's). The zero value is
+// ready to use.
 type OS struct{ fsys.OS }
 
 // OpenRegistry refuses a symlink in the last component (O_NOFOLLOW) and
@@ -55,22 +56,4 @@ func (OS) Rewrite(f *os.File, data []byte) error {
 		return err
 	}
 	return f.Sync()
-}
-
-func (OS) WriteSynced(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
 }

@@ -66,7 +66,7 @@ func FuzzDecodeScopeRegistry(f *testing.F) {
 			t.Fatalf("tree shows %d of %d allocations", n, len(reg.Allocations))
 		}
 		oddPIDsDead := func(pid int, _ uint64) bool { return pid%2 == 0 }
-		removed := again.ReclaimStale(oddPIDsDead)
+		removed := again.remove(func(a *Allocation) bool { return !oddPIDsDead(a.PID, a.PIDStart) })
 		checkTreeInvariants(t, again, removed)
 	})
 }
@@ -198,7 +198,7 @@ func expectedTable(data, bak []byte, withBak bool) (*Table, bool) {
 // ones are reclaimed) effectively writes where q asks to.
 func heldByLive(before *Table, q Request) bool {
 	t := &Table{Allocations: slices.Clone(before.Allocations)}
-	t.ReclaimStale(evenPIDsAlive)
+	t.remove(func(a *Allocation) bool { return !evenPIDsAlive(a.PID, a.PIDStart) })
 	want := NewSet(writeSpecs(q.Allow)...)
 	for _, a := range t.Allocations {
 		if a.Name != q.Name && want.Intersects(a.Effective()) {

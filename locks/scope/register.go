@@ -120,8 +120,8 @@ func randomName() string {
 
 // checkConflicts is the seed's write-conflict check (write 衝突チェック): the
 // requested write scopes against every other allocation's effective write
-// scope — but those skip marks — and, when delegated, the delegation rule
-// (withinParent). The parent itself is no competitor: a delegated scope
+// scope — but those skip marks — and, when delegated, the delegation rule.
+// The parent itself is no competitor: a delegated scope
 // lies inside its parent's by design, and the parent's ancestors have the
 // parent's allow in their deny already. The error is a *ConflictError.
 func (r *Table) checkConflicts(requested []string, allow []Spec, parent *Allocation, skip map[int]bool) error {
@@ -140,20 +140,16 @@ func (r *Table) checkConflicts(requested []string, allow []Spec, parent *Allocat
 			conflict.Competitors = append(conflict.Competitors, c)
 		}
 	}
-	if parent != nil && !withinParent(want, parent) {
+	// The seed's delegation rule (scope 分譲): a delegated request may only
+	// take write scope its parent effectively holds — inside the parent's
+	// allow and not already handed to another child.
+	if parent != nil && !want.SubsetOf(parent.Effective()) {
 		conflict.Parent = &Competitor{Name: parent.Name, PID: parent.PID, Scopes: parent.ScopeAllow}
 	}
 	if conflict.Parent != nil || len(conflict.Competitors) > 0 {
 		return conflict
 	}
 	return nil
-}
-
-// withinParent is the seed's delegation rule (scope 分譲): a delegated
-// request may only take write scope its parent effectively holds — inside
-// the parent's allow and not already handed to another child.
-func withinParent(want Set, parent *Allocation) bool {
-	return want.SubsetOf(parent.Effective())
 }
 
 // competitor reports whether other's effective write scope meets want.

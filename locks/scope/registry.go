@@ -32,12 +32,7 @@ const maxSize = 16 << 20
 // the user, so a scope taken from cron (no $XDG_RUNTIME_DIR) and one from
 // a login shell are in the same registry (SPEC §4).
 func FilePath(flag string, getenv func(string) string) string {
-	for _, v := range []string{flag, getenv("WITHLOCK_SCOPE_FILE")} {
-		if v != "" {
-			return v
-		}
-	}
-	return filepath.Join(filelock.DefaultDir(), "scope.lock")
+	return cmp.Or(flag, getenv("WITHLOCK_SCOPE_FILE"), filepath.Join(filelock.DefaultDir(), "scope.lock"))
 }
 
 // Registry is the machine-wide scope registry on disk. Every change is a
@@ -72,12 +67,7 @@ type Registry struct {
 	FS FS
 }
 
-func (f *Registry) fs() FS {
-	if f.FS != nil {
-		return f.FS
-	}
-	return OS{}
-}
+func (f *Registry) fs() FS { return cmp.Or[FS](f.FS, OS{}) }
 
 func (f *Registry) backupPath() string { return f.Path + ".bak" }
 

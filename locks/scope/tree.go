@@ -6,16 +6,6 @@ import "slices"
 // scope_deny and delegated_from right whenever an allocation goes away
 // (seed 004: 正常終了 and stale の自動回収).
 
-// ReclaimStale removes every allocation whose holder is gone and hands its
-// scope back: each live descendant is re-parented to its nearest live
-// ancestor, and every scope_deny is recomputed, so with A→B→D and B dead, D
-// is delegated from A, A's deny is D's allow, and the rest of B's scope is
-// A's again. It returns the allocations removed. Every holder is judged
-// with alive; a start judges fewer (reclaimFor).
-func (r *Table) ReclaimStale(alive LiveFunc) []Allocation {
-	return r.remove(func(a *Allocation) bool { return !alive(a.PID, a.PIDStart) })
-}
-
 // reclaimFor is the stale sweep of a start asking for w (seed 004: 起動 →
 // stale 検出 → 自動回収), judging each holder only as well as the answer
 // needs (only w's name, parent and scopes count):
@@ -66,15 +56,17 @@ func (w Request) concerns(a *Allocation) bool {
 
 // Release removes the allocation with this name and pid (both must match:
 // a name may have been reused after we were reclaimed) and hands its scope
-// back as ReclaimStale does. It reports whether it was there.
+// back as a reclaim does (remove). It reports whether it was there.
 func (r *Table) Release(name string, pid int) bool {
 	return len(r.remove(func(a *Allocation) bool { return a.Name == name && a.PID == pid })) > 0
 }
 
 // remove drops the allocations isGone picks and hands their scope back:
-// every other allocation is re-parented past the removed ones (reparent),
-// loops a foreign writer made are broken, and the denies are recomputed.
-// It returns the allocations removed.
+// every other allocation is re-parented past the removed ones to its
+// nearest kept ancestor (reparent), loops a foreign writer made are
+// broken, and every scope_deny is recomputed. So with A→B→D and B gone,
+// D is delegated from A, A's deny is D's allow, and the rest of B's scope
+// is A's again. It returns the allocations removed.
 func (r *Table) remove(isGone func(*Allocation) bool) []Allocation {
 	gone := make([]bool, len(r.Allocations))
 	for i := range r.Allocations {
