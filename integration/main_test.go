@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/withlock/withlock/internal/testenv"
 )
 
 const withlockPackage = "github.com/withlock/withlock/cmd/withlock"
@@ -44,6 +46,7 @@ func TestMain(m *testing.M) {
 	if buildErr != nil {
 		fmt.Fprintln(os.Stderr, "integration: withlock binary unavailable:", buildErr)
 	}
+	testenv.UnignoreSignals()
 	// goleak exits with the tests' status, or 1 when they passed but left goroutines behind.
 	goleak.VerifyTestMain(runThenRemove{m: m, dir: dir})
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/withlock/withlock/internal/proc"
+	"github.com/withlock/withlock/internal/testenv"
 	"github.com/withlock/withlock/supervisor"
 )
 
@@ -36,6 +37,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); strings.HasPrefix(role, "mask-") {
 		os.Exit(maskRole(role))
 	}
+	// Only here, in the tests' own process: the roles above keep what
+	// their test gave them.
+	testenv.UnignoreSignals()
 	goleak.VerifyTestMain(m)
 }
 
