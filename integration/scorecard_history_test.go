@@ -172,8 +172,9 @@ func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 		return strings.Contains(stdout, "stale")
 	}, "the second holder's lock to be stale")
 
-	// A second killed holder is broken instead: break and gc keep the
-	// history; gc --history removes it once idle.
+	// A second killed holder is broken instead: break records its run as
+	// ended unobserved (no acquisition will reclaim the lock to do it); break
+	// and gc keep the history; gc --history removes it once idle.
 	runs := history.File(dir, "job")
 	for _, args := range [][]string{{"break", "--dir", dir, "job"}, {"gc", "--dir", dir, "--older-than", "0"}} {
 		if _, stderr, code := runWithlock(t, args...); code != 0 {
@@ -182,6 +183,10 @@ func TestScorecardHistoryKilledHolderEndedUnobserved(t *testing.T) {
 		if _, err := os.Stat(runs); err != nil {
 			t.Fatalf("after %v: %v", args, err)
 		}
+	}
+	recs, _, err = history.Read(runs)
+	if err != nil || len(recs) != 3 || recs[2].Result != history.ResultUnobserved || recs[2].Pid != holder.Process.Pid || recs[2].FencingToken <= recs[1].FencingToken {
+		t.Fatalf("history after break of the second killed holder (want its ended-unobserved record last): %+v, %v", recs, err)
 	}
 	if stdout, _, code := runWithlock(t, "gc", "--dir", dir, "--history", "--older-than", "0"); code != 0 || !strings.Contains(stdout, "(history)") {
 		t.Fatalf("gc --history: %d %q", code, stdout)
@@ -285,4 +290,41 @@ func mustSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// break --signal of a dead holder's surviving tree records that run as
+// ended unobserved; a forced break of a live holder records nothing for it
+// (negative control): that holder writes its own record, lock_lost.
+func TestScorecardHistoryBreakRecordsDeadHoldersOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	started := filepath.Join(t.TempDir(), "started")
+	holder := startWithlock(t, "run", "--dir", dir, "job", "--", "sh", "-c", `setsid sleep 60 & touch "$0"; exec sleep 60`, started)
+	if !waitForFile(started, 10*time.Second, func() bool { return exited(t, holder) }) {
+		t.Fatal("the holder did not start")
+	}
+	holder.Process.Kill()
+	waitExit(t, holder, 10*time.Second)
+	if stdout, stderr, code := runWithlock(t, "break", "--dir", dir, "--signal", "--grace", "1s", "job"); code != 0 || !strings.Contains(stdout, "ended the command") {
+		t.Fatalf("break --signal of the dead holder's tree: %d %q %s", code, stdout, stderr)
+	}
+	recs, _, err := history.Read(history.File(dir, "job"))
+	if err != nil || len(recs) != 1 || recs[0].Result != history.ResultUnobserved || recs[0].Pid != holder.Process.Pid {
+		t.Fatalf("history after break --signal: %+v, %v", recs, err)
+	}
+
+	live := startWithlock(t, "run", "--dir", dir, "--ttl", "3", "job", "--", "sh", "-c", `rm "$0"; exec sleep 60`, started)
+	waitFor(t, 10*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return os.IsNotExist(err)
+	}, "the live holder to start")
+	if _, stderr, code := runWithlock(t, "break", "--dir", dir, "--force", "job"); code != 0 {
+		t.Fatalf("break --force: %d %s", code, stderr)
+	}
+	if code := waitExit(t, live, 15*time.Second); code != 76 {
+		t.Fatalf("the live holder after break --force exited %d, want 76 at its next renewal", code)
+	}
+	recs, _, err = history.Read(history.File(dir, "job"))
+	if err != nil || len(recs) != 2 || recs[1].Result != history.ResultLockLost || recs[1].Pid != live.Process.Pid {
+		t.Fatalf("history after the forced break (want the holder's own lock_lost last, no ended-unobserved for it): %+v, %v", recs, err)
+	}
 }

@@ -135,6 +135,9 @@ func breakOne(c *cli.Command, locker *filelock.RunLocker, runID string, say func
 	if errors.As(err, &live) && c.Bool("signal") {
 		b, how, err = signalThenBreak(locker, live, c.Duration("grace"))
 	}
+	if err == nil && (how != "" || b.Reason == filelock.StaleDead || b.Reason == filelock.StaleReused || b.Reason == filelock.StaleTreeEnded) {
+		recordUnobserved(c, locker, runID, b.Holder.Payload) // its withlock died: nobody else writes its record
+	}
 	switch {
 	case err == nil && how != "":
 		say("ended the command of %s (%s) and moved its lock aside: %s", slotName(runID), how, b.MovedTo)

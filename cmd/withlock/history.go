@@ -84,6 +84,19 @@ func (h *runHistory) reclaimed(p locks.Payload) {
 		FencingToken: p.FencingToken, Command: p.Command}})
 }
 
+// recordUnobserved writes the record of the run whose lock `break` moved
+// aside (id: a run id or a slot's) after its withlock had died: the run
+// ended unobserved, and no later acquisition will reclaim the lock to
+// record it. A holder that is alive writes its own (lock_lost, or its exit
+// after --signal).
+func recordUnobserved(c *cli.Command, locker *filelock.RunLocker, id string, p locks.Payload) {
+	runID, _, _, _ := locks.ParseSlotRunID(id)
+	h := &runHistory{log: locker.Log, write: historyWriters["file"](c, runID), base: history.Record{Run: history.Run{RunID: runID}}}
+	if h.reclaimed(p); len(h.unobservedRuns) > 0 {
+		h.append(h.unobservedRuns...)
+	}
+}
+
 type historyBackend struct {
 	backend
 	h *runHistory
