@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/rs/zerolog"
 )
 
 // MaxPayload is the largest lock file that is parsed; a larger one is
@@ -77,15 +80,47 @@ func plainName(s string) bool {
 	return len(s) <= 160 && !strings.ContainsAny(s, "/\x00")
 }
 
-// Encode renders the payload as the lock file holds it: JSON and a newline.
-// It fails only for a time that is not a finite number, which our clock
-// never produces.
+// Encode renders the payload as the lock file holds it: JSON and a newline,
+// the members encoding/json would write (TestPayloadEncodeMatchesJSON). It
+// fails only for a time that is not a finite number, which our clock never
+// produces.
+//
+// zerolog's encoder (a logger with no level, time or message) writes it:
+// encoding/json, which reads it back (ParsePayload), would first build the
+// type's encoder by reflection, on every acquisition's way to its command
+// (docs/performance.md). Should zerolog's global level ever disable its
+// events, encoding/json writes it.
 func (p Payload) Encode() ([]byte, error) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("encode lock payload: %w", err)
+	if t := p.CreatedAt + p.ExpiresAt; math.IsNaN(t) || math.IsInf(t, 0) {
+		return nil, fmt.Errorf("encode lock payload: times %v, %v are not finite", p.CreatedAt, p.ExpiresAt)
 	}
-	return append(b, '\n'), nil
+	var buf bytes.Buffer
+	l := zerolog.New(&buf)
+	e := l.Log()
+	if e == nil {
+		b, err := json.Marshal(p)
+		return append(b, '\n'), err
+	}
+	e.Str("run_id", p.RunID).Str("lock_id", p.LockID).Int("pid", p.Pid).
+		Float64("created_at", p.CreatedAt).Float64("expires_at", p.ExpiresAt)
+	omitempty(e, "host", p.Host)
+	omitempty(e, "boot_id", p.BootID)
+	omitempty(e, "pid_ns", p.PidNS)
+	omitempty(e, "pid_start", p.PidStart)
+	omitempty(e, "command", p.Command)
+	omitempty(e, "fencing_token", p.FencingToken)
+	omitempty(e, "hold", p.Hold)
+	omitempty(e, "tree", p.Tree)
+	e.Send()
+	return buf.Bytes(), nil
+}
+
+// omitempty adds the member key: v to e unless v is its type's zero value,
+// which encoding/json's omitempty leaves out.
+func omitempty[T comparable](e *zerolog.Event, key string, v T) {
+	if v != *new(T) {
+		e.Fields([]any{key, v})
+	}
 }
 
 // Created and Expires convert the epoch-second floats.

@@ -2,10 +2,14 @@ package locks
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // The payload round-trips through its encoding, and the seed's five fields
@@ -76,4 +80,69 @@ func TestEpochTimeFarFuture(t *testing.T) {
 	if got := epochTime(1_700_000_000.25); got.UnixNano() != 1_700_000_000_250_000_000 {
 		t.Errorf("epochTime lost precision: %d", got.UnixNano())
 	}
+}
+
+// Encode writes what encoding/json would write for the struct (the same
+// members in the same order, the same values once decoded), for every
+// field set and for each field left at its zero value: a field added to
+// Payload without its line in Encode fails here.
+func TestPayloadEncodeMatchesJSON(t *testing.T) {
+	full := Payload{RunID: "r\x01\"\\<&>\u2028\xff", LockID: "l", Pid: 7, CreatedAt: 1796003097.123456, ExpiresAt: 1796003127.5,
+		Host: "h", BootID: "b", PidNS: 1 << 40, PidStart: 99, Command: "c\td", FencingToken: 1<<63 + 5, Hold: true, Tree: true}
+	rv := reflect.ValueOf(full)
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			t.Fatalf("field %s is zero in the full payload: give it a value", rv.Type().Field(i).Name)
+		}
+	}
+	cases := []Payload{full}
+	for i := range rv.NumField() {
+		p := full
+		f := reflect.ValueOf(&p).Elem().Field(i)
+		f.SetZero()
+		cases = append(cases, p)
+	}
+	// With zerolog's global level disabling every event, encoding/json
+	// writes it.
+	defer zerolog.SetGlobalLevel(zerolog.GlobalLevel())
+	for _, level := range []zerolog.Level{zerolog.TraceLevel, zerolog.Disabled} {
+		zerolog.SetGlobalLevel(level)
+		for _, p := range cases {
+			got, err := p.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := members(t, got), members(t, want); !reflect.DeepEqual(g, w) || !strings.HasSuffix(string(got), "}\n") {
+				t.Errorf("level %v: Encode:\n %q\nencoding/json:\n %s", level, got, w)
+			}
+		}
+	}
+}
+
+// members decodes the JSON object data into "key=value" strings in the
+// order written, numbers as written (json.Number).
+func members(t *testing.T, data []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%q: not a JSON object (%v)", data, err)
+	}
+	var out []string
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		out = append(out, fmt.Sprintf("%s=%#v", key, v))
+	}
+	return out
 }
