@@ -151,12 +151,12 @@ bench:
 	$(GO) run -tags etcd ./integration/bench -json reports/bench.json $(BENCH_FLAGS)
 
 # The baseline is built from `git archive BASE` in a temp dir, as a release
-# build (static, -trimpath), like the build under test.
+# build (static, -trimpath, version stamped), like the build under test.
 bench-vs:
 	@mkdir -p reports
 	@base=$$(mktemp -d) && trap 'rm -rf "$$base"' EXIT && \
 	git archive --format=tar $(BASE) | tar -x -C "$$base" && \
-	(cd "$$base" && CGO_ENABLED=0 $(GO) build -trimpath -o withlock-baseline ./cmd/withlock) && \
+	(cd "$$base" && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-X main.version=baseline' -o withlock-baseline ./cmd/withlock) && \
 	echo "bench-vs: baseline $(BASE) ($$(git rev-parse --short $(BASE)))" && \
 	$(GO) run ./integration/bench -json reports/bench-vs.json -baseline "$$base/withlock-baseline" $(BENCH_VS_FLAGS)
 

@@ -242,13 +242,15 @@ func prepareGoFloor(tmp string) (path, missing string) {
 }
 
 // releaseBuild builds pkgs (import paths or directories inside the module)
-// as the Makefile's release build does (make build): static, -trimpath.
+// as the Makefile's release build does (make build): static, -trimpath,
+// the version stamped (an unstamped build reads its build info for the
+// version at every start).
 // With several packages, out is a directory ending in "/" and each binary
 // is named after its package's directory.
 func releaseBuild(out string, pkgs ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	args := append([]string{"build", "-trimpath", "-o", out}, pkgs...)
+	args := append([]string{"build", "-trimpath", "-ldflags", "-X main.version=bench", "-o", out}, pkgs...)
 	build := exec.CommandContext(ctx, "go", args...)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := build.CombinedOutput(); err != nil {
