@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -84,43 +85,39 @@ func plainName(s string) bool {
 // the members encoding/json would write (TestPayloadEncodeMatchesJSON). It
 // fails only for a time that is not a finite number, which our clock never
 // produces.
-//
-// zerolog's encoder (a logger with no level, time or message) writes it:
-// encoding/json, which reads it back (ParsePayload), would first build the
-// type's encoder by reflection, on every acquisition's way to its command
-// (docs/performance.md). Should zerolog's global level ever disable its
-// events, encoding/json writes it.
 func (p Payload) Encode() ([]byte, error) {
 	if t := p.CreatedAt + p.ExpiresAt; math.IsNaN(t) || math.IsInf(t, 0) {
 		return nil, fmt.Errorf("encode lock payload: times %v, %v are not finite", p.CreatedAt, p.ExpiresAt)
 	}
+	return JSONLine(p, 5, "run_id", p.RunID, "lock_id", p.LockID, "pid", p.Pid, "created_at", p.CreatedAt,
+		"expires_at", p.ExpiresAt, "host", p.Host, "boot_id", p.BootID, "pid_ns", p.PidNS, "pid_start", p.PidStart,
+		"command", p.Command, "fencing_token", p.FencingToken, "hold", p.Hold, "tree", p.Tree), nil
+}
+
+// JSONLine is one JSON object and a newline: the members kv (a key, its
+// value, …) in order, each after the first required left out when its value
+// is zero, as encoding/json's omitempty leaves it out. zerolog's encoder (a
+// logger with no level, time or message) writes it: encoding/json, which
+// reads the files back, would first build the type's encoder by
+// reflection, on every run's way to its command and after it
+// (docs/performance.md). Should zerolog's global level ever disable its
+// events, encoding/json writes v instead.
+func JSONLine(v any, required int, kv ...any) []byte {
 	var buf bytes.Buffer
 	l := zerolog.New(&buf)
 	e := l.Log()
 	if e == nil {
-		b, err := json.Marshal(p)
-		return append(b, '\n'), err
+		b, _ := json.Marshal(v) // strings, numbers, bools and their pointers
+		return append(b, '\n')
 	}
-	e.Str("run_id", p.RunID).Str("lock_id", p.LockID).Int("pid", p.Pid).
-		Float64("created_at", p.CreatedAt).Float64("expires_at", p.ExpiresAt)
-	omitempty(e, "host", p.Host)
-	omitempty(e, "boot_id", p.BootID)
-	omitempty(e, "pid_ns", p.PidNS)
-	omitempty(e, "pid_start", p.PidStart)
-	omitempty(e, "command", p.Command)
-	omitempty(e, "fencing_token", p.FencingToken)
-	omitempty(e, "hold", p.Hold)
-	omitempty(e, "tree", p.Tree)
-	e.Send()
-	return buf.Bytes(), nil
-}
-
-// omitempty adds the member key: v to e unless v is its type's zero value,
-// which encoding/json's omitempty leaves out.
-func omitempty[T comparable](e *zerolog.Event, key string, v T) {
-	if v != *new(T) {
-		e.Fields([]any{key, v})
+	members := make([]any, 0, len(kv))
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i < 2*required || !reflect.ValueOf(kv[i+1]).IsZero() {
+			members = append(members, kv[i], kv[i+1])
+		}
 	}
+	e.Fields(members).Send()
+	return buf.Bytes()
 }
 
 // Created and Expires convert the epoch-second floats.

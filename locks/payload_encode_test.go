@@ -2,7 +2,6 @@ package locks
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/withlock/withlock/internal/jsontest"
 )
 
 // The payload round-trips through its encoding, and the seed's five fields
@@ -116,33 +117,9 @@ func TestPayloadEncodeMatchesJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := members(t, got), members(t, want); !reflect.DeepEqual(g, w) || !strings.HasSuffix(string(got), "}\n") {
+			if g, w := jsontest.Members(t, got), jsontest.Members(t, want); !reflect.DeepEqual(g, w) || !strings.HasSuffix(string(got), "}\n") {
 				t.Errorf("level %v: Encode:\n %q\nencoding/json:\n %s", level, got, w)
 			}
 		}
 	}
-}
-
-// members decodes the JSON object data into "key=value" strings in the
-// order written, numbers as written (json.Number).
-func members(t *testing.T, data []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("%q: not a JSON object (%v)", data, err)
-	}
-	var out []string
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			t.Fatalf("%q: %v", data, err)
-		}
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Fatalf("%q: %v", data, err)
-		}
-		out = append(out, fmt.Sprintf("%s=%#v", key, v))
-	}
-	return out
 }

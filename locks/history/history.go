@@ -77,9 +77,8 @@ type Record struct {
 }
 
 // Run is the part of a Record that a run's line holds, and the kind and
-// run id of every line. A run's record is written as its Run alone: the
-// same line, and encoding/json builds the encoder of this smaller type on
-// the run's way out, not of Record's.
+// run id of every line. A run's record is written as its Run alone
+// (Marshal).
 type Run struct {
 	Kind         string  `json:"kind"`
 	RunID        string  `json:"run_id"`
@@ -110,10 +109,15 @@ func File(dir, runID string) string {
 	return filepath.Join(dir, locks.Key(runID)+Suffix)
 }
 
-// Marshal is rec as a line of the file holds it (without the newline).
+// Marshal is rec as a line of the file holds it (without the newline). A
+// run's record, the line every run writes, is its Run, written member for
+// member as encoding/json writes it (TestRunMarshalMatchesJSON).
 func (rec Record) Marshal() ([]byte, error) {
-	if rec.Kind == KindRun {
-		return json.Marshal(rec.Run)
+	if r := rec.Run; r.Kind == KindRun {
+		line := locks.JSONLine(r, 2, "kind", r.Kind, "run_id", r.RunID, "started_at", r.StartedAt, "ended_at", r.EndedAt,
+			"result", r.Result, "exit_code", r.ExitCode, "signal", r.Signal, "message", r.Message, "pid", r.Pid, "host", r.Host,
+			"fencing_token", r.FencingToken, "command", r.Command, "slot", r.Slot, "shared", r.Shared)
+		return line[:len(line)-1], nil
 	}
 	return json.Marshal(rec)
 }

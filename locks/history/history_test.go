@@ -2,14 +2,18 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/withlock/withlock/internal/jsontest"
 )
 
 func code(n int) *int { return &n }
@@ -207,5 +211,39 @@ func TestAppendRefusesFIFO(t *testing.T) {
 	}
 	if _, _, err := Read(path); err != nil {
 		t.Logf("read of a FIFO: %v", err)
+	}
+}
+
+// A run's line is what encoding/json writes for its Run (the same members
+// in the same order, the same values), for every field set and for each
+// left at its zero value: a field added to Run without its member in
+// Marshal fails here.
+func TestRunMarshalMatchesJSON(t *testing.T) {
+	full := Run{Kind: KindRun, RunID: "r\x01\"\\<&>\u2028\xff", StartedAt: 1796003097.123456, EndedAt: 1796003127.5,
+		Result: ResultSignal, ExitCode: code(0), Signal: "SIGTERM", Message: "m\n", Pid: 7, Host: "h",
+		FencingToken: 1<<63 + 5, Command: "c\td", Slot: code(0), Shared: true}
+	rv := reflect.ValueOf(full)
+	cases := []Run{full}
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			t.Fatalf("field %s is zero in the full run: give it a value", rv.Type().Field(i).Name)
+		}
+		r := full
+		reflect.ValueOf(&r).Elem().Field(i).SetZero()
+		r.Kind = KindRun // the kind picks the encoder
+		cases = append(cases, r)
+	}
+	for _, r := range cases {
+		got, err := Record{Run: r}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := jsontest.Members(t, got), jsontest.Members(t, want); !reflect.DeepEqual(g, w) || bytes.HasSuffix(got, []byte("\n")) {
+			t.Errorf("Marshal:\n %q\nencoding/json:\n %s", got, w)
+		}
 	}
 }
