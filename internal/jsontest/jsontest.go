@@ -5,6 +5,7 @@ package jsontest
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -31,4 +32,22 @@ func Members(t testing.TB, data []byte) []string {
 		out = append(out, fmt.Sprintf("%s=%#v", key, v))
 	}
 	return out
+}
+
+// EachZeroed returns full and, for each of its fields, a copy with that
+// field zeroed; it fails the test when full leaves a field zero (full must
+// set every one, or an added field would go untested).
+func EachZeroed[T any](t testing.TB, full T) []T {
+	t.Helper()
+	rv := reflect.ValueOf(full)
+	cases := []T{full}
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			t.Fatalf("field %s is zero in %T: give it a value", rv.Type().Field(i).Name, full)
+		}
+		c := full
+		reflect.ValueOf(&c).Elem().Field(i).SetZero()
+		cases = append(cases, c)
+	}
+	return cases
 }

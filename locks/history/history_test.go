@@ -222,18 +222,9 @@ func TestRunMarshalMatchesJSON(t *testing.T) {
 	full := Run{Kind: KindRun, RunID: "r\x01\"\\<&>\u2028\xff", StartedAt: 1796003097.123456, EndedAt: 1796003127.5,
 		Result: ResultSignal, ExitCode: code(0), Signal: "SIGTERM", Message: "m\n", Pid: 7, Host: "h",
 		FencingToken: 1<<63 + 5, Command: "c\td", Slot: code(0), Shared: true}
-	rv := reflect.ValueOf(full)
-	cases := []Run{full}
-	for i := range rv.NumField() {
-		if rv.Field(i).IsZero() {
-			t.Fatalf("field %s is zero in the full run: give it a value", rv.Type().Field(i).Name)
-		}
-		r := full
-		reflect.ValueOf(&r).Elem().Field(i).SetZero()
-		r.Kind = KindRun // the kind picks the encoder
-		cases = append(cases, r)
-	}
+	cases := jsontest.EachZeroed(t, full)
 	for _, r := range cases {
+		r.Kind = KindRun // the kind picks the encoder
 		got, err := Record{Run: r}.Marshal()
 		if err != nil {
 			t.Fatal(err)
