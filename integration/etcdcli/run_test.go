@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
 )
 
@@ -107,4 +109,35 @@ func TestSignalAbortsWait(t *testing.T) {
 		t.Error("the command ran after the wait was aborted")
 	}
 	waitFor(t, 10*time.Second, "the waiter's key to go", func() bool { return len(contenders(t, cl, "job")) == 1 })
+}
+
+// TestRunIDOver4KiBIsUsageError: SPEC §3's bound holds for etcd as for
+// files, though etcd itself would take the key: a run id of 4097 bytes is
+// a usage error (64) in one line, plain, with --max and with --shared;
+// nothing runs and no key (lock, slot, history) is written. Negative
+// control: 4096 bytes run.
+func TestRunIDOver4KiBIsUsageError(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	ran := filepath.Join(t.TempDir(), "ran")
+	long := strings.Repeat("<", 4097)
+	for _, mode := range [][]string{nil, {"--max", "2"}, {"--shared"}} {
+		r := run(t, wl(t, s, append(mode, long, "--", "touch", ran)...))
+		if r.code != 64 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "(4097 bytes): longer than 4096 bytes") {
+			t.Errorf("%q: exit %d, stderr %q; want 64 and one line naming the bound", mode, r.code, r.stderr)
+		}
+		if exists(ran) {
+			t.Errorf("%q: the command ran", mode)
+		}
+	}
+	resp, err := s.Client(t).Get(etcdtest.Ctx(t), "/withlock/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("%d keys written under /withlock/ by refused runs", resp.Count)
+	}
+	os.Remove(ran)
+	if r := run(t, wl(t, s, long[1:], "--", "touch", ran)); r.code != 0 || !exists(ran) {
+		t.Errorf("control, 4096 bytes: exit %d, ran %v, stderr %q", r.code, exists(ran), r.stderr)
+	}
 }
