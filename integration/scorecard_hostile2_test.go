@@ -285,6 +285,30 @@ func TestScorecardHostileBounds(t *testing.T) {
 	}
 }
 
+// TestRunIDBoundInStatusAndBreak: SPEC §3's 4 KiB bound holds for every
+// command that takes a run id, not only run: status and break of a longer
+// one are usage errors (64, one line), and status names every run id it is
+// given. Before, both answered for it ("free", "no lock", 0). Control: a
+// 4096-byte run id is looked up as any other.
+func TestRunIDBoundInStatusAndBreak(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	long := strings.Repeat("<", 4097)
+	for _, args := range [][]string{{"status", long}, {"status", "--json", "ok", long}, {"break", long}, {"break", "--force", long}} {
+		cmd := withlockCommand(t, append([]string{args[0], "--dir", dir}, args[1:]...)...)
+		stdout, stderr, code := runCommand(t, cmd, defaultDeadline)
+		oneLine(t, strings.Join(args[:len(args)-1], " "), code, 64, stderr, "", "(4097 bytes): longer than 4096 bytes")
+		if stdout != "" {
+			t.Errorf("%s: printed %d bytes on stdout", args[0], len(stdout))
+		}
+	}
+	for _, args := range [][]string{{"status", long[1:]}, {"break", long[1:]}} {
+		cmd := withlockCommand(t, append([]string{args[0], "--dir", dir}, args[1:]...)...)
+		if stdout, stderr, code := runCommand(t, cmd, defaultDeadline); code != 0 || stdout == "" {
+			t.Errorf("control %s of 4096 bytes: exit %d, stdout %d bytes, stderr %q", args[0], code, len(stdout), stderr)
+		}
+	}
+}
+
 // TestScorecardHostileLargePayload (issue 16): the largest lock withlock
 // can write — a 4 KiB run id and a command of 11,000 '<', each escaped to
 // six bytes — is read as held past the torn-file grace: the second run is

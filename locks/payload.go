@@ -124,6 +124,10 @@ func JSONLine(v any, required int, kv ...any) []byte {
 func (p Payload) Created() time.Time { return epochTime(p.CreatedAt) }
 func (p Payload) Expires() time.Time { return epochTime(p.ExpiresAt) }
 
+// Epoch is t as payloads, records and registries hold it: float epoch
+// seconds.
+func Epoch(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
 // epochTime converts epoch seconds without overflowing: sec*1e9 leaves
 // int64 past the year 2262, and a foreign writer's far-future expiry must
 // stay in the future, not wrap into the past and look expired.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
 )
 
@@ -40,13 +41,15 @@ func newApp() *cli.Command {
 	// What every command shares: a usage error is one line, never the
 	// whole help; no "help" subcommand, which would take `withlock run h --
 	// cmd` (run id "h") for itself (`withlock help run` and --help stay);
-	// the check of the open-file limit (checkDescriptors) first.
+	// the check of the open-file limit (checkDescriptors) first, after
+	// that of the run ids where there are some (checkRunIDs).
 	for _, c := range app.Commands {
 		c.HideHelpCommand = true
 		c.OnUsageError = onUsageError
 		c.Before = checkDescriptors
 		if c.Name == "run" || c.Name == "status" || c.Name == "break" {
 			c.ShellComplete = completeRunIDs
+			c.Before = checkRunIDs
 		}
 	}
 	return app
@@ -119,6 +122,23 @@ func versionString() string {
 	}
 	// Built with -buildvcs=false or outside a checkout: say so, not a bare "dev".
 	return "devel (no version or commit recorded in the build)"
+}
+
+// checkRunIDs is the Before of the commands that take run ids: one longer
+// than 4 KiB is a usage error (SPEC §3) on every backend and in every
+// command (etcd would run it; status and break would answer for a run id
+// nothing can hold). run's COMMAND after its RUN_ID may be longer.
+func checkRunIDs(ctx context.Context, c *cli.Command) (context.Context, error) {
+	ids := c.Args().Slice()
+	if c.Name != "status" {
+		ids = ids[:min(len(ids), 1)]
+	}
+	for _, id := range ids {
+		if len(id) > locks.MaxRunIDLen {
+			return ctx, locks.CheckRunID(id)
+		}
+	}
+	return checkDescriptors(ctx, c)
 }
 
 // checkDescriptors is every command's Before (SPEC §3, scarce resources):

@@ -197,7 +197,7 @@ func etcdStatusReport(l *etcdlock.Locker, owners []*etcdlock.Owner, now time.Tim
 	for _, ep := range l.Endpoints {
 		eps = append(eps, strings.TrimRight(ep, "/"))
 	}
-	st := &statusReport{Dir: strings.Join(eps, ",") + l.Prefix, Now: epoch(now),
+	st := &statusReport{Dir: strings.Join(eps, ",") + l.Prefix, Now: locks.Epoch(now),
 		Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
 	shared := map[string]int{} // shared holders listed so far, by run id
 	for _, o := range owners {
@@ -235,7 +235,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 		LockID: fmt.Sprintf("%x", int64(o.Lease)), FencingToken: uint64(max(o.FencingToken, 0))}
 	if o.TTL >= 0 {
 		ls.Liveness = "alive"
-		ls.ExpiresAt = epoch(now.Add(o.TTL))
+		ls.ExpiresAt = locks.Epoch(now.Add(o.TTL))
 		ls.ExpiresInSeconds = seconds(o.TTL)
 	}
 	if h := o.Holder; h != nil {
@@ -263,8 +263,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 // the lock was broken or there was none, 64 for a --slot RUN_ID does not
 // have, 73 when etcd could not be read or written.
 func etcdBreak(c *cli.Command, runID string) error {
-	log := newLogger(c, os.Stderr)
-	l, err := etcdLocker(c, log)
+	l, err := etcdLocker(c, newLogger(c, os.Stderr))
 	if err != nil {
 		return err
 	}

@@ -111,14 +111,14 @@ func (b historyBackend) Acquire(ctx context.Context, runID string, wait time.Dur
 		return lock, err
 	}
 	rec := b.h.base
-	rec.StartedAt = history.Epoch(time.Now())
+	rec.StartedAt = locks.Epoch(time.Now())
 	return &historyLock{heldLock: lock, h: b.h, rec: rec}, nil
 }
 
 // refused records a start refused because the lock was held.
 func (h *runHistory) refused(err error, wait time.Duration) {
 	rec := h.base
-	rec.Kind, rec.At, rec.Reason = history.KindRefused, history.Epoch(time.Now()), "conflict"
+	rec.Kind, rec.At, rec.Reason = history.KindRefused, locks.Epoch(time.Now()), "conflict"
 	if wait != 0 {
 		rec.Reason = "wait"
 	}
@@ -160,7 +160,7 @@ func (l *historyLock) Release() error {
 	}
 	recs := l.h.unobservedRuns
 	if l.ended {
-		l.rec.EndedAt = history.Epoch(time.Now())
+		l.rec.EndedAt = locks.Epoch(time.Now())
 		l.rec.Host, _ = os.Hostname()
 		recs = append(recs, l.rec)
 	}

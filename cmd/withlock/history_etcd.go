@@ -39,9 +39,7 @@ func init() {
 // id) to the status report of the locks in etcd, as gatherStatus does for
 // the file backend.
 func etcdHistory(l *etcdlock.Locker, st *statusReport, named []string) {
-	if len(named) > 0 {
-		st.named = named
-	}
+	st.named = named
 	byRun, err := l.History(context.Background(), st.named)
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())

@@ -63,7 +63,7 @@ func fileHistories(dir string, st *statusReport) map[string]runRecords {
 	for _, id := range st.named {
 		read(id, history.File(dir, id))
 	}
-	if st.named == nil {
+	if len(st.named) == 0 {
 		paths, _ := filepath.Glob(filepath.Join(dir, "*"+history.Suffix))
 		for _, path := range paths {
 			read("", path)

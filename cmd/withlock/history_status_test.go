@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/history"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestStatusHistory(t *testing.T) {
 	r, scope, release := statusFixture(t)
 	defer release()
-	now := history.Epoch(time.Now())
+	now := locks.Epoch(time.Now())
 	path := history.File(r.Dir, "nightly")
 	zero, three := 0, 3
 	host, _ := os.Hostname()

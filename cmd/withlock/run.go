@@ -75,8 +75,6 @@ func splitRunArgs(ctx context.Context, c *cli.Command) (string, []string, error)
 		return "", nil, usageError("run: missing RUN_ID (usage: withlock run [flags] RUN_ID [--] COMMAND [ARGS...])")
 	case runID == "":
 		return "", nil, usageError("run: empty RUN_ID")
-	case len(runID) > locks.MaxRunIDLen: // SPEC §3 for every backend: etcd would take it
-		return "", nil, locks.CheckRunID(runID)
 	case len(argv) == 0:
 		return "", nil, usageError("run: missing COMMAND after RUN_ID %q", runID)
 	}

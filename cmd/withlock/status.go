@@ -15,7 +15,6 @@ import (
 
 	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/filelock"
-	"github.com/withlock/withlock/locks/history"
 	"github.com/withlock/withlock/locks/scope"
 )
 
@@ -118,7 +117,7 @@ type statusReport struct {
 	Semaphores []semStatus `json:"semaphores"`
 	Errors     []string    `json:"errors"`
 
-	named []string // the run ids asked about; nil: all
+	named []string // the run ids asked about; none: all
 }
 
 // lockStatus is one run lock (or a run id that has none: state "free"),
@@ -177,10 +176,7 @@ type scopeStatus struct {
 // reported.
 func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string) *statusReport {
 	now := time.Now()
-	st := &statusReport{Dir: locker.Dir, Now: epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}}
-	if len(runIDs) > 0 {
-		st.named = runIDs
-	}
+	st := &statusReport{Dir: locker.Dir, Now: locks.Epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}, named: runIDs}
 	ids := withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
 	inspect := locker.Inspect
 	if len(runIDs) > 0 {
@@ -206,7 +202,7 @@ func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string)
 	}
 	for _, l := range rep.Leftovers {
 		st.Leftovers = append(st.Leftovers, leftoverStatus{Path: l.Path, Kind: string(l.Kind), RunID: baseRunID(l.RunID),
-			Key: l.Key, Since: epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
+			Key: l.Key, Since: locks.Epoch(l.Since), AgeSeconds: seconds(l.Age(now)), Size: l.Size})
 	}
 	st.Semaphores = semaphores(st.Locks, func(runID string) (int, bool) {
 		mode, max, _, found, err := locker.SlotsOf(runID)
@@ -264,8 +260,6 @@ func gatherScopes(path string, st *statusReport) *scopeStatus {
 	ss.Allocations = append(ss.Allocations, nodes...) // [] for none, never null
 	return ss
 }
-
-func epoch(t time.Time) float64 { return history.Epoch(t) }
 
 // seconds rounds to milliseconds: enough for scripts, stable to read.
 func seconds(d time.Duration) float64 {

@@ -114,8 +114,9 @@ func TestSignalAbortsWait(t *testing.T) {
 // TestRunIDOver4KiBIsUsageError: SPEC §3's bound holds for etcd as for
 // files, though etcd itself would take the key: a run id of 4097 bytes is
 // a usage error (64) in one line, plain, with --max and with --shared;
-// nothing runs and no key (lock, slot, history) is written. Negative
-// control: 4096 bytes run.
+// nothing runs and no key (lock, slot, history) is written; status and
+// break of it are usage errors too. Negative control: 4096 bytes run, and
+// are looked up.
 func TestRunIDOver4KiBIsUsageError(t *testing.T) {
 	s := etcdtest.Start(t, etcdtest.Options{})
 	ran := filepath.Join(t.TempDir(), "ran")
@@ -136,8 +137,19 @@ func TestRunIDOver4KiBIsUsageError(t *testing.T) {
 	if resp.Count != 0 {
 		t.Errorf("%d keys written under /withlock/ by refused runs", resp.Count)
 	}
+	// status and break of it too: the bound is the command line's.
+	for _, args := range [][]string{{"status", long}, {"status", "--json", "ok", long}, {"break", long}} {
+		if r := run(t, admin(t, s, args[0], args[1:]...)); r.code != 64 || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+			t.Errorf("%s: exit %d, %d bytes on stdout, stderr %.300q; want 64 and one line", args[0], r.code, len(r.stdout), r.stderr)
+		}
+	}
 	os.Remove(ran)
 	if r := run(t, wl(t, s, long[1:], "--", "touch", ran)); r.code != 0 || !exists(ran) {
 		t.Errorf("control, 4096 bytes: exit %d, ran %v, stderr %q", r.code, exists(ran), r.stderr)
+	}
+	for _, sub := range []string{"status", "break"} {
+		if r := run(t, admin(t, s, sub, long[1:])); r.code != 0 {
+			t.Errorf("control, %s of 4096 bytes: exit %d, stderr %q", sub, r.code, r.stderr)
+		}
 	}
 }

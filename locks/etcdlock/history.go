@@ -101,12 +101,12 @@ func boundHistory(ctx context.Context, cl *clientv3.Client, prefix string) error
 }
 
 // History returns the records of every run id with a history, or of the
-// given run ids only, in the order they were written.
+// given run ids only (none: every one), in the order they were written.
 func (l *Locker) History(ctx context.Context, runIDs []string) (map[string][]history.Record, error) {
 	byRun := map[string][]history.Record{}
 	err := l.query(ctx, func(ctx context.Context, cl *clientv3.Client) error {
 		ranges := []string{l.historyRange()}
-		if runIDs != nil {
+		if len(runIDs) > 0 {
 			ranges = nil
 			for _, id := range runIDs {
 				ranges = append(ranges, l.HistoryPrefix(id))

@@ -38,7 +38,7 @@ func (l *Locker) holderValue(runID string, lease clientv3.LeaseID, shared bool) 
 		Pid:       os.Getpid(),
 		Host:      host,
 		Command:   l.Command[:min(len(l.Command), maxCommand)],
-		CreatedAt: float64(time.Now().UnixNano()) / 1e9,
+		CreatedAt: locks.Epoch(time.Now()),
 	}}
 	if shared {
 		v.Mode = modeShared

@@ -66,18 +66,11 @@ func (l *Locker) prefix() string { return cmp.Or(l.Prefix, DefaultPrefix) }
 // server may raise it to its minimum (about 1.5 election timeouts); the
 // granted TTL is what loss detection uses.
 func (l *Locker) ttlSeconds() int64 {
-	ttl := l.TTL
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	return max(1, int64(math.Ceil(ttl.Seconds())))
+	return max(1, int64(math.Ceil(cmp.Or(max(l.TTL, 0), DefaultTTL).Seconds())))
 }
 
 func (l *Locker) dialTimeout() time.Duration {
-	if l.DialTimeout <= 0 {
-		return DefaultDialTimeout
-	}
-	return l.DialTimeout
+	return cmp.Or(max(l.DialTimeout, 0), DefaultDialTimeout)
 }
 
 // newClient makes a client. It does not wait for a connection (the first

@@ -53,7 +53,7 @@ func TestBreakNeverOverwritesEarlierStaleFile(t *testing.T) {
 	var moved []string
 	for i := 0; i < 3; i++ {
 		p := holderPayload(r, "job", deadPid(t), time.Hour)
-		p.ExpiresAt = epochSeconds(fixed.Add(time.Hour))
+		p.ExpiresAt = locks.Epoch(fixed.Add(time.Hour))
 		writeLockFile(t, r.LockPath("job"), p, time.Time{})
 		b, err := r.Break("job", false, "")
 		if err != nil {

@@ -26,7 +26,7 @@ func FuzzNeverTwoHolders(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	live := locks.Payload{RunID: "job", LockID: "l", Pid: self.Pid, CreatedAt: epochSeconds(now), ExpiresAt: epochSeconds(now.Add(time.Hour)),
+	live := locks.Payload{RunID: "job", LockID: "l", Pid: self.Pid, CreatedAt: locks.Epoch(now), ExpiresAt: locks.Epoch(now.Add(time.Hour)),
 		Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: self.PidStart, FencingToken: 7}
 	f.Add(encoded(live), true)
 	seedJSON, _ := json.Marshal(map[string]any{"run_id": "job", "lock_id": "x", "pid": 1, "created_at": 1, "expires_at": 4e9})

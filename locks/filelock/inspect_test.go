@@ -16,7 +16,7 @@ func holderPayload(r *RunLocker, runID string, pid int, ttl time.Duration) locks
 	now := time.Now()
 	return locks.Payload{
 		RunID: runID, LockID: randomID(), Pid: pid,
-		CreatedAt: epochSeconds(now.Add(-time.Minute)), ExpiresAt: epochSeconds(now.Add(ttl)),
+		CreatedAt: locks.Epoch(now.Add(-time.Minute)), ExpiresAt: locks.Epoch(now.Add(ttl)),
 		Host: r.self.Host, BootID: r.self.BootID, PidNS: r.self.PidNS,
 		Command: "sleep 60", FencingToken: 7,
 	}

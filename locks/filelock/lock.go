@@ -117,7 +117,7 @@ func (l *Lock) Renew() error {
 	return l.whileOwned("renew:verified", func(FS) error {
 		r := l.r
 		p := l.payload
-		p.ExpiresAt = epochSeconds(r.now().Add(r.TTL))
+		p.ExpiresAt = locks.Epoch(r.now().Add(r.TTL))
 		l.serial++
 		tmp := l.Path + ".tmp." + p.LockID + "." + strconv.Itoa(l.serial)
 		enc, err := p.Encode()
@@ -223,9 +223,4 @@ func (l *Lock) Heartbeat() (lost <-chan error, stop func()) {
 		}
 	}()
 	return ch, func() { cancel(); <-done }
-}
-
-// epochSeconds is t as a payload holds it: float epoch seconds.
-func epochSeconds(t time.Time) float64 {
-	return float64(t.UnixNano()) / 1e9
 }

@@ -324,7 +324,7 @@ func TestWaitWakesOnReleaseAndOnHolderDeath(t *testing.T) {
 	start, _ := proc.StartTime(cmd.Process.Pid)
 	self, _ := SelfIdentity()
 	writeLockFile(t, w.LockPath("job"), locks.Payload{RunID: "job", LockID: "child", Pid: cmd.Process.Pid, PidStart: start,
-		ExpiresAt: epochSeconds(time.Now().Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{})
+		ExpiresAt: locks.Epoch(time.Now().Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{})
 	isWaiting = waiting(w)
 	go acquire()
 	waitClosed(t, isWaiting, "the waiter to wait for the child's lock")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/withlock/withlock/internal/testwait"
+	"github.com/withlock/withlock/locks"
 )
 
 // pausePoint makes a locker stop at one named point until released, and
@@ -61,7 +62,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 func expire(t *testing.T, l *Lock) {
 	t.Helper()
 	p := readPayload(t, l.Path)
-	p.ExpiresAt = epochSeconds(time.Now().Add(-time.Second))
+	p.ExpiresAt = locks.Epoch(time.Now().Add(-time.Second))
 	p.Tree = false
 	writeLockFile(t, l.Path, p, time.Time{})
 }

@@ -248,7 +248,7 @@ func TestStaleRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	future, past := epochSeconds(now.Add(time.Hour)), epochSeconds(now.Add(-time.Second))
+	future, past := locks.Epoch(now.Add(time.Hour)), locks.Epoch(now.Add(-time.Second))
 	errTorn := errors.New("bad lock payload")
 	local := func(pid int, start uint64) locks.Payload {
 		return locks.Payload{LockID: "x", Pid: pid, ExpiresAt: future, Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, PidStart: start}
@@ -299,10 +299,10 @@ func TestStaleRulesTree(t *testing.T) {
 	)
 	whereName := []string{"local", "other pid ns", "other host"}
 	payload := func(w where, expired bool) locks.Payload {
-		p := locks.Payload{LockID: "x", Pid: 10, PidStart: 5, ExpiresAt: epochSeconds(now.Add(time.Hour)),
+		p := locks.Payload{LockID: "x", Pid: 10, PidStart: 5, ExpiresAt: locks.Epoch(now.Add(time.Hour)),
 			Host: self.Host, BootID: self.BootID, PidNS: self.PidNS, Tree: true}
 		if expired {
-			p.ExpiresAt = epochSeconds(now.Add(-time.Second))
+			p.ExpiresAt = locks.Epoch(now.Add(-time.Second))
 		}
 		switch w {
 		case otherNS:
@@ -405,9 +405,9 @@ func TestReclaimMovesStaleAsideAndRetakes(t *testing.T) {
 		content any
 		mtime   time.Time
 	}{
-		{"expired", locks.Payload{RunID: "job", LockID: "old", Pid: 1, CreatedAt: epochSeconds(now.Add(-time.Hour)), ExpiresAt: epochSeconds(now.Add(-time.Minute))}, time.Time{}},
-		{"dead holder", locks.Payload{RunID: "job", LockID: "old", Pid: deadPid(t), ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
-		{"pid reused", locks.Payload{RunID: "job", LockID: "old", Pid: os.Getpid(), PidStart: self.PidStart + 7, ExpiresAt: epochSeconds(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"expired", locks.Payload{RunID: "job", LockID: "old", Pid: 1, CreatedAt: locks.Epoch(now.Add(-time.Hour)), ExpiresAt: locks.Epoch(now.Add(-time.Minute))}, time.Time{}},
+		{"dead holder", locks.Payload{RunID: "job", LockID: "old", Pid: deadPid(t), ExpiresAt: locks.Epoch(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
+		{"pid reused", locks.Payload{RunID: "job", LockID: "old", Pid: os.Getpid(), PidStart: self.PidStart + 7, ExpiresAt: locks.Epoch(now.Add(time.Hour)), Host: self.Host, BootID: self.BootID, PidNS: self.PidNS}, time.Time{}},
 		{"empty and old", []byte{}, now.Add(-time.Minute)},
 		{"garbage and old", []byte("{not json"), now.Add(-time.Minute)},
 		{"oversized and old", []byte(`{"lock_id":"x","expires_at":9e12,"pad":"` + strings.Repeat("a", locks.MaxPayload) + `"}`), now.Add(-time.Minute)},
@@ -538,7 +538,7 @@ func TestSeedWriterInterop(t *testing.T) {
 		defer f.Close()
 		return json.NewEncoder(f).Encode(map[string]any{
 			"run_id": "r-42", "lock_id": "seed-token", "pid": 999999,
-			"created_at": epochSeconds(time.Now()), "expires_at": epochSeconds(expires),
+			"created_at": locks.Epoch(time.Now()), "expires_at": locks.Epoch(expires),
 		})
 	}
 	if err := seedWrite(time.Now().Add(time.Hour)); err != nil {

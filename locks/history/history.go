@@ -122,9 +122,6 @@ func (rec Record) Marshal() ([]byte, error) {
 	return json.Marshal(rec)
 }
 
-// Epoch is t as the files write it: seconds since 1970, a float.
-func Epoch(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
 var errBusy = errors.New("busy")
 
 // ErrForeign is the error of an append to another user's history file: in

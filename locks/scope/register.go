@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/withlock/withlock/locks"
 )
 
 // Request is what a new holder asks the registry for.
@@ -33,9 +35,6 @@ func validName(name string) bool {
 	const allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 	return len(name) >= 1 && len(name) <= 64 && strings.Trim(name, allowed) == ""
 }
-
-// epochSeconds is t as the registry's created_at: float epoch seconds.
-func epochSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // check rejects a request that cannot be right whatever the registry holds.
 func (q Request) check() error {
@@ -91,7 +90,7 @@ func (r *Table) Register(q Request, now time.Time) (Allocation, error) {
 		ScopeAllow:    specStrings(q.Allow),
 		ScopeDeny:     []string{},
 		DelegatedFrom: q.DelegateFrom,
-		CreatedAt:     epochSeconds(now),
+		CreatedAt:     locks.Epoch(now),
 	}
 	r.Allocations = append(r.Allocations, a)
 	r.RecomputeDenies()
