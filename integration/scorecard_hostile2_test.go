@@ -688,6 +688,9 @@ func TestScorecardHostileFullDisk(t *testing.T) {
 			if !strings.Contains(stderr, "no space left on device") {
 				t.Errorf("%s: stderr %q does not name ENOSPC", full, stderr)
 			}
+			if n := strings.Count(stderr, `run "job"`); n != 1 {
+				t.Errorf("%s: stderr %q names the run %d times, want once", full, stderr, n)
+			}
 			// The guard and the fence are empty sidecars (a flock target and
 			// a counter that reads as lost); no lock or temp file may stay.
 			after, _ := os.ReadDir(dir)

@@ -320,7 +320,7 @@ func (r *RunLocker) create(runID string, files runFiles, seen uint64, hold *hold
 	if granted {
 		grantedFence = hold.f
 	}
-	token, fence, err := r.nextToken(runID, files.fence, seen, grantedFence)
+	token, fence, err := r.nextToken(files.fence, seen, grantedFence)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -448,7 +448,7 @@ func (r *RunLocker) heldBy(path string) (*Lock, *locks.Holder, error) {
 // The counter file is returned open, for the hold: open, the one given
 // (a granted hold's, which stays open whatever happens), or else one
 // opened here.
-func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (uint64, *os.File, error) {
+func (r *RunLocker) nextToken(path string, seen uint64, open *os.File) (uint64, *os.File, error) {
 	f := open
 	if f == nil {
 		var err error
@@ -471,7 +471,7 @@ func (r *RunLocker) nextToken(runID, path string, seen uint64, open *os.File) (u
 	}
 	token, err := bumpCounter(f, path, seen, fenceFloor(r.now()), r.Log)
 	if err != nil {
-		return fail(fmt.Errorf("run %q: %w", locks.OneLine(locks.TruncateEscaped(runID, 64)), err))
+		return fail(err) // the caller names the run id
 	}
 	return token, f, nil
 }
