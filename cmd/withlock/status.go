@@ -178,13 +178,7 @@ func gatherStatus(locker *filelock.RunLocker, runIDs []string, scopeFile string)
 	now := time.Now()
 	st := &statusReport{Dir: locker.Dir, Now: locks.Epoch(now), Locks: []lockStatus{}, Leftovers: []leftoverStatus{}, Errors: []string{}, named: runIDs}
 	ids := withSlotIDs(locker, runIDs) // and their slots (sem_status.go)
-	inspect := locker.Inspect
-	if len(runIDs) > 0 {
-		// Only these run ids' files: a directory of 10,000 locks is not
-		// read for one of them.
-		inspect = func() (*filelock.DirReport, error) { return locker.InspectRuns(ids) }
-	}
-	rep, err := inspect()
+	rep, err := locker.Inspect(ids...) // only these run ids' files, when named
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
 		rep = &filelock.DirReport{}

@@ -95,14 +95,37 @@ func keyOf(name string) string {
 // Inspect lists the run locks and leftovers in the locker's directory. An
 // error means the directory itself could not be read or is unsafe; a lock
 // file that cannot be read is listed with StateUnreadable and its error.
-func (r *RunLocker) Inspect() (*DirReport, error) {
+//
+// With runIDs it reports only their locks: it opens their lock files (and,
+// to judge them, the tree files their payloads name) by the names derived
+// from the run ids, and never lists the directory, so its cost does not
+// grow with the locks beside them (issue 18: a directory of 10,000 locks).
+// The files waiting for gc are then not in the report: their names hold a
+// time or a random part, and only a listing finds them. A run id without a
+// lock file is not in Locks.
+func (r *RunLocker) Inspect(runIDs ...string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
-	entries, err := readLockDir(r.fsys(), r.Dir)
+	var entries []fs.DirEntry
+	var err error
+	if len(runIDs) == 0 {
+		entries, err = readLockDir(r.fsys(), r.Dir)
+	} else {
+		err = checkReadDir(r.fsys(), r.Dir)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil // no directory: nothing is locked
 	}
 	if err != nil {
 		return nil, err
+	}
+	keys := make(map[string]bool, len(runIDs))
+	for _, id := range runIDs {
+		if key := locks.Key(id); !keys[key] {
+			keys[key] = true
+			if info := r.inspectLock(r.LockPath(id), key); !errors.Is(info.Err, fs.ErrNotExist) {
+				rep.Locks = append(rep.Locks, info)
+			}
+		}
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -129,36 +152,6 @@ func (rep *DirReport) dropLiveTrees() {
 		}
 	}
 	rep.Leftovers = slices.DeleteFunc(rep.Leftovers, func(l Leftover) bool { return live[l.Path] })
-}
-
-// InspectRuns is Inspect for the named run ids only: it opens their lock
-// files (and, to judge them, the tree files their payloads name) by the
-// names derived from the run ids, and never lists the directory, so its
-// cost does not grow with the locks beside them (issue 18: a directory of
-// 10,000 locks). The files waiting for gc are not in the report: their
-// names hold a time or a random part, and only a listing finds them
-// (Inspect, `withlock gc`). A run id without a lock file is not in Locks.
-func (r *RunLocker) InspectRuns(runIDs []string) (*DirReport, error) {
-	rep := &DirReport{Dir: r.Dir}
-	err := checkReadDir(r.fsys(), r.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return rep, nil // no directory: nothing is locked
-	}
-	if err != nil {
-		return nil, err
-	}
-	keys := make(map[string]bool, len(runIDs))
-	for _, id := range runIDs {
-		key := locks.Key(id)
-		if keys[key] {
-			continue
-		}
-		keys[key] = true
-		if info := r.inspectLock(r.LockPath(id), key); !errors.Is(info.Err, fs.ErrNotExist) {
-			rep.Locks = append(rep.Locks, info)
-		}
-	}
-	return rep, nil
 }
 
 // readLockDir checks the directory as the run lock does (no symlink, not
