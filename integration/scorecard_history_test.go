@@ -328,3 +328,53 @@ func TestScorecardHistoryBreakRecordsDeadHoldersOnly(t *testing.T) {
 		t.Fatalf("history after the forced break (want the holder's own lock_lost last, no ended-unobserved for it): %+v, %v", recs, err)
 	}
 }
+
+// TestScorecardHistorySharedDir: in a shared sticky dir a run id's history
+// is its holder's user's. A start another user tries, refused by that
+// user's lock, writes nothing: it used to create the history as its own, so
+// that the holder's runs went unrecorded from then on and the holder's
+// `status` failed with 73. And a user's `status` of a dir that holds
+// another user's history, which it may not read, skips that history (it was
+// 73 for the whole dir). Control: root reads both histories.
+func TestScorecardHistorySharedDir(t *testing.T) {
+	needRoot(t)
+	dir := openDir(t, 0o777|os.ModeSticky)
+	work := openDir(t, 0o777)
+	started, release := filepath.Join(work, "started"), filepath.Join(work, "release")
+	holder := asUser(t, nobody, withlockBin, "run", "--dir", dir, "job", "--",
+		"sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done`, started, release)
+	startHolder(t, holder, started)
+	if _, stderr, code := runWithlock(t, "run", "--dir", dir, "job", "--", "true"); code != 75 {
+		t.Fatalf("root beside uid 65534's lock: exit %d, want 75: %s", code, stderr)
+	}
+	if _, err := os.Lstat(history.File(dir, "job")); !os.IsNotExist(err) {
+		t.Errorf("root's refused start made uid 65534's history (%v)", err)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, holder, defaultDeadline); code != 0 {
+		t.Fatalf("the holder: exit %d", code)
+	}
+	if fi, err := os.Lstat(history.File(dir, "job")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody {
+		t.Errorf("uid 65534's run left no history of its own (%v)", err)
+	}
+	// Root's own run id: a history uid 65534 may not read.
+	if _, stderr, code := runWithlock(t, "run", "--dir", dir, "rootjob", "--", "true"); code != 0 {
+		t.Fatalf("root's run: exit %d: %s", code, stderr)
+	}
+	own := openDir(t, 0o700) // uid 65534's, for its scope registry
+	if err := os.Chown(own, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"job"}, {"--scope-file", filepath.Join(own, "scope.lock")}} {
+		stdout, stderr, code := runCommand(t, asUser(t, nobody, withlockBin, append([]string{"status", "--dir", dir}, args...)...), defaultDeadline)
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "exit 0") {
+			t.Errorf("uid 65534's status %v: exit %d, stderr %q, stdout:\n%s", args, code, stderr, stdout)
+		}
+	}
+	stdout, stderr, code := runWithlock(t, "status", "--json", "--dir", dir)
+	if code != 0 || strings.Count(stdout, `"last_result": "exit"`) != 2 {
+		t.Errorf("control, root's status: exit %d, stderr %q, want both run ids' results:\n%s", code, stderr, stdout)
+	}
+}

@@ -115,7 +115,9 @@ func (b historyBackend) Acquire(ctx context.Context, runID string, wait time.Dur
 	return &historyLock{heldLock: lock, h: b.h, rec: rec}, nil
 }
 
-// refused records a start refused because the lock was held.
+// refused records a start refused because the lock was held, unless by
+// another user (in a shared dir the run id's history is its holders':
+// creating it as ours would keep their runs out of it).
 func (h *runHistory) refused(err error, wait time.Duration) {
 	rec := h.base
 	rec.Kind, rec.At, rec.Reason = history.KindRefused, locks.Epoch(time.Now()), "conflict"
@@ -124,6 +126,9 @@ func (h *runHistory) refused(err error, wait time.Duration) {
 	}
 	var held *locks.HeldError
 	if errors.As(err, &held) {
+		if held.Holder.Owner != "" {
+			return
+		}
 		rec.Holder = &history.Holder{Pid: held.Holder.Pid, Host: held.Holder.Host, Command: held.Holder.Command}
 	}
 	h.append(rec)

@@ -195,10 +195,8 @@ func write(f *os.File, buf []byte) error {
 func openLocked(path string, flag, how int) (*os.File, int64, error) {
 	for {
 		f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
-		if errors.Is(err, os.ErrPermission) {
-			if fi, lerr := os.Lstat(path); lerr == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
-				return nil, 0, fmt.Errorf("history %s: %w", path, ErrForeign)
-			}
+		if foreign(path, err) {
+			return nil, 0, fmt.Errorf("history %s: %w", path, ErrForeign)
 		}
 		if err != nil {
 			return nil, 0, err
@@ -224,6 +222,13 @@ func openLocked(path string, flag, how int) (*os.File, int64, error) {
 	}
 }
 
+// foreign reports whether err is an open of path refused because the file
+// is another user's (ErrForeign).
+func foreign(path string, err error) bool {
+	fi, lerr := os.Lstat(path)
+	return errors.Is(err, os.ErrPermission) && lerr == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid()
+}
+
 func flock(f *os.File, path string, how int) error {
 	deadline := time.Now().Add(lockBound)
 	for {
@@ -243,10 +248,11 @@ func flock(f *os.File, path string, how int) error {
 
 // Read returns the records of the file at path in the order written, and
 // how many lines it skipped: torn, foreign or of another schema. A missing
-// file holds no records.
+// file holds no records, and so does one another user keeps that we may not
+// read (a shared dir: as for Append, their history is theirs).
 func Read(path string) (recs []Record, skipped int, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || foreign(path, err) {
 		return nil, 0, nil
 	}
 	if err != nil {
