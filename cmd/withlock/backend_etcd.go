@@ -162,7 +162,7 @@ func etcdReport(c *cli.Command, runIDs []string) (*statusReport, []string, error
 	var queued []string
 	for _, o := range owners {
 		if o.Waiters > 0 {
-			queued = append(queued, fmt.Sprintf("%s %d", o.RunID, o.Waiters))
+			queued = append(queued, fmt.Sprintf("%s %d", locks.OneLine(o.RunID), o.Waiters))
 		}
 	}
 	return st, queued, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/withlock/withlock/locks"
 	"github.com/withlock/withlock/locks/history"
 )
 
@@ -178,7 +179,7 @@ func writeHistory(w io.Writer, st *statusReport) {
 		}
 		shown[l.RunID] = true
 		h := l.historyStatus
-		fmt.Fprintf(w, "\nhistory of %s:\n", l.RunID)
+		fmt.Fprintf(w, "\nhistory of %s:\n", locks.OneLine(l.RunID)) // as its table row
 		fmt.Fprintf(w, "  last start:   %s\n", agoEpoch(st.Now, h.LastStart))
 		fmt.Fprintf(w, "  last result:  %s, %s\n", orDash(outcome(h.last)), agoEpoch(st.Now, h.LastEnd))
 		fmt.Fprintf(w, "  last success: %s\n", agoEpoch(st.Now, h.LastSuccess))

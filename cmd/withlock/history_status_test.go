@@ -97,3 +97,21 @@ func TestStatusHistory(t *testing.T) {
 		t.Errorf("a lock without history has LAST RESULT and LAST SUCCESS -:\n%s", text)
 	}
 }
+
+// A named run id holding a newline and a terminal escape is printed as its
+// table row prints it, in the history's heading too: one line, no escape
+// reaching the terminal.
+func TestStatusHistoryHeadingIsOneLine(t *testing.T) {
+	r, scope, release := statusFixture(t)
+	defer release()
+	id := "bad\nid\x1b[31mred"
+	if err := history.Append(history.File(r.Dir, id), history.Record{Run: history.Run{Kind: history.KindRun, RunID: id,
+		StartedAt: locks.Epoch(time.Now()) - 5, EndedAt: locks.Epoch(time.Now()), Result: history.ResultExit}}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeStatusTable(&out, gatherStatus(r, []string{id}, scope))
+	if strings.ContainsAny(out.String(), "\x1b") || !strings.Contains(out.String(), "history of bad id [31mred:\n") {
+		t.Errorf("status of %q:\n%q", id, out.String())
+	}
+}
