@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"github.com/withlock/withlock/internal/failpoint"
 	"github.com/withlock/withlock/locks/filelock"
+	"github.com/withlock/withlock/locks/history"
 	"io"
 	"os"
 	"os/exec"
@@ -834,7 +835,9 @@ const tagBrokenGCOwner = failpoint.CollectAnyOwner
 // removes only that user's leftover and exits 0 — before, it listed every
 // user's and failed with 73 on the first the sticky bit kept it from
 // removing. Root's gc removes everyone's leftovers but never a live lock,
-// its tree file, a guard or a fence: the live holder still excludes.
+// its tree file, a guard or a fence: the live holder still excludes. With
+// --history each user's gc removes its own idle histories and leaves the
+// others' (it failed with 73 on the first).
 // Negative control: the build that does not check the owner fails the
 // user's gc, and the row's check sees it.
 func TestScorecardHostileSharedDirGC(t *testing.T) {
@@ -883,7 +886,7 @@ func TestScorecardHostileSharedDirGC(t *testing.T) {
 	// only uid's own leftover; it reports whether it did.
 	userGC := func(t *testing.T, bin, dir string, uid int, stale map[int]string) (ok bool) {
 		ok = true
-		for _, args := range [][]string{{"gc", "--dir", dir, "-n", "--older-than", "1d"}, {"gc", "--dir", dir, "--older-than", "1d"}} {
+		for _, args := range [][]string{{"gc", "--dir", dir, "-n", "--history", "--older-than", "1d"}, {"gc", "--dir", dir, "--history", "--older-than", "1d"}} {
 			stdout, stderr, code := runCommand(t, asUser(t, uid, bin, args...), defaultDeadline)
 			assertNoPanic(t, "gc", stderr)
 			if code != 0 {
@@ -900,6 +903,10 @@ func TestScorecardHostileSharedDirGC(t *testing.T) {
 		for owner, path := range stale {
 			if exists(path) == (owner == uid) {
 				t.Logf("uid %d's gc: %s of uid %d there: %v", uid, filepath.Base(path), owner, exists(path))
+				ok = false
+			}
+			if runs := history.File(dir, "dead-"+strconv.Itoa(owner)); exists(runs) == (owner == uid) {
+				t.Logf("uid %d's gc --history: the history of uid %d there: %v", uid, owner, exists(runs))
 				ok = false
 			}
 		}

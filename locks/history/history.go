@@ -124,9 +124,10 @@ func (rec Record) Marshal() ([]byte, error) {
 
 var errBusy = errors.New("busy")
 
-// ErrForeign is the error of an append to another user's history file: in
-// a shared lock dir (/tmp) the history of a run id is its first writer's,
-// and the others' runs are not recorded there (nor is it a fault of theirs).
+// ErrForeign is the error of an append to another user's history file, or
+// of its removal by gc (which then leaves it alone): in a shared lock dir
+// (/tmp) the history of a run id is its first writer's, and the others'
+// runs are not recorded there (nor is it a fault of theirs).
 var ErrForeign = errors.New("another user's history")
 
 // lockBound is how long an append waits for a compaction to finish.
@@ -320,12 +321,13 @@ func compact(path string) error {
 }
 
 // RemoveIdle removes the history file at path if nothing was written to it
-// for idle (with dryRun, only says it would), under the file's lock.
+// for idle (with dryRun, only says it would), under the file's lock. Another
+// user's is left alone, even by root: a run id's history is its writer's.
 func RemoveIdle(path string, idle time.Duration, dryRun bool) (bool, error) {
 	f, _, err := openLocked(path, os.O_RDONLY, syscall.LOCK_EX)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errBusy) {
-			err = nil // removed meanwhile, or in use
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errBusy) || errors.Is(err, ErrForeign) {
+			err = nil // removed meanwhile, in use, or another user's (a shared dir: theirs to remove)
 		}
 		return false, err
 	}
