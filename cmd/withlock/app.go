@@ -95,6 +95,9 @@ func completeRunIDs(ctx context.Context, c *cli.Command) {
 		cli.DefaultCompleteWithFlags(ctx, c)
 		return
 	}
+	if !c.IsSet("etcd-dial-timeout") {
+		_ = c.Set("etcd-dial-timeout", "1s") // a Tab must not hang for the default 5 s on an etcd down
+	}
 	st, err := backendReport(c) // metrics.go
 	if err != nil {
 		return

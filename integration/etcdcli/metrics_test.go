@@ -4,9 +4,11 @@ package etcdcli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/withlock/withlock/internal/testprom"
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
@@ -86,5 +88,18 @@ func TestMetrics(t *testing.T) {
 	c := run(t, admin(t, s, "status", "--generate-shell-completion"))
 	if c.code != 0 || !strings.Contains(c.stdout, "busy:held\n") || !strings.Contains(c.stdout, "job:free\n") {
 		t.Errorf("completion of status --backend etcd: exit %d, stdout %q, stderr %q; want busy:held and job:free", c.code, c.stdout, c.stderr)
+	}
+	// With etcd down a Tab offers nothing, and not after the 5 s of the
+	// default dial timeout: completion bounds it to 1 s. Control: given
+	// --etcd-dial-timeout, completion keeps it.
+	for _, c := range []struct {
+		args     []string
+		min, max time.Duration
+	}{{nil, 0, 2500 * time.Millisecond}, {[]string{"--etcd-dial-timeout", "3s"}, 2900 * time.Millisecond, time.Minute}} {
+		cmd := exec.Command(withlock, append(append([]string{"status", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1"}, c.args...), "--generate-shell-completion")...)
+		cmd.Env = cleanEnv()
+		if r := run(t, cmd); r.stdout != "" || r.took < c.min || r.took > c.max {
+			t.Errorf("completion with etcd down %q: %v, stdout %q; want nothing within %v…%v", c.args, r.took, r.stdout, c.min, c.max)
+		}
 	}
 }
