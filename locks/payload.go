@@ -151,7 +151,9 @@ type Holder struct {
 	// the end of a torn file's grace.
 	RecheckAt time.Time
 	// Local: the holder's pid is on this host, boot and pid namespace.
-	Local bool
+	// ForeignPid: on this host and boot, but its pid is of another pid
+	// namespace (a container's, `unshare --pid`): not a pid to signal here.
+	Local, ForeignPid bool
 	// TreeFile is the holder's tree file when it has one on this host and
 	// boot (filelock/tree.go); "" otherwise.
 	TreeFile string
@@ -181,6 +183,9 @@ func (h *Holder) Describe(now time.Time) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %d", h.Pid)
+	if h.ForeignPid {
+		b.WriteString(" (in another pid namespace)")
+	}
 	if h.Owner != "" {
 		fmt.Fprintf(&b, " of %s", h.Owner)
 	}

@@ -132,12 +132,8 @@ func versionString() string {
 // command (etcd would run it; status and break would answer for a run id
 // nothing can hold). run's COMMAND after its RUN_ID may be longer.
 func checkRunIDs(ctx context.Context, c *cli.Command) (context.Context, error) {
-	ids := c.Args().Slice()
-	if c.Name != "status" {
-		ids = ids[:min(len(ids), 1)]
-	}
-	for _, id := range ids {
-		if len(id) > locks.MaxRunIDLen {
+	for i, id := range c.Args().Slice() {
+		if len(id) > locks.MaxRunIDLen && (i == 0 || c.Name == "status") {
 			return ctx, locks.CheckRunID(id)
 		}
 	}

@@ -31,7 +31,7 @@ func (e *LiveHolderError) Error() string {
 	case e.Holder.Torn:
 		where = "too fresh to call corrupt"
 	case !e.Holder.Local:
-		where = "not on this host, so its liveness is unknown, and the lock has not expired"
+		where = "on another host or pid namespace, so its liveness is unknown, and the lock has not expired"
 	}
 	return fmt.Sprintf("run %q is held by %s, %s", e.RunID, e.Holder.Describe(e.At), where)
 }

@@ -239,6 +239,7 @@ func (r *RunLocker) holder(path string, v lockView, verdict Verdict) *locks.Hold
 		return h
 	}
 	h.Local = sameKernelView(v.payload, r.self)
+	h.ForeignPid = sameKernel(v.payload, r.self) && min(v.payload.PidNS, r.self.PidNS) != 0 && v.payload.PidNS != r.self.PidNS
 	h.Orphaned = verdict.Orphaned
 	if v.payload.Tree && sameKernel(v.payload, r.self) {
 		h.TreeFile = treePath(path, v.payload.LockID)

@@ -579,3 +579,34 @@ func TestHeartbeatRenewsAndReportsLoss(t *testing.T) {
 	}
 	stop()
 }
+
+// A holder on this host and boot in another pid namespace is named as such:
+// its pid (often 1, a namespace's init) is not one to signal here. Controls:
+// the same holder in our namespace, or on another host, is not.
+func TestHolderInAnotherPidNamespace(t *testing.T) {
+	r := newTestLocker(t, t.TempDir(), time.Minute)
+	self := r.self
+	now := time.Now()
+	for _, c := range []struct {
+		name    string
+		pid     int
+		ns      uint64
+		host    string
+		foreign bool
+	}{
+		{"another pid namespace", 1, self.PidNS + 1, self.Host, true},
+		{"ours", self.Pid, self.PidNS, self.Host, false},
+		{"another host", 1, self.PidNS + 1, "elsewhere", false},
+	} {
+		writeLockFile(t, r.LockPath("job"), locks.Payload{RunID: "job", LockID: "x", Pid: c.pid, PidStart: self.PidStart,
+			CreatedAt: locks.Epoch(now), ExpiresAt: locks.Epoch(now.Add(time.Hour)), Host: c.host, BootID: self.BootID, PidNS: c.ns}, now)
+		l, h, err := r.TryAcquire("job")
+		if err != nil || l != nil {
+			t.Fatalf("%s: lock %v, err %v; want a holder", c.name, l, err)
+		}
+		d := h.Describe(now)
+		if h.ForeignPid != c.foreign || strings.Contains(d, "in another pid namespace") != c.foreign {
+			t.Errorf("%s: ForeignPid %v, %q", c.name, h.ForeignPid, d)
+		}
+	}
+}
