@@ -10,9 +10,12 @@ import (
 )
 
 // ResolveDir picks the lock directory: flag > WITHLOCK_DIR >
-// NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > DefaultDir.
+// NEXUSCORE_RUN_LOCK_DIR (the seed's variable) > DefaultDir, made absolute:
+// the child's WITHLOCK_LOCK_FILE must still name its lock after a cd.
 func ResolveDir(flag string, getenv func(string) string) string {
-	return cmp.Or(flag, getenv("WITHLOCK_DIR"), getenv("NEXUSCORE_RUN_LOCK_DIR"), DefaultDir())
+	dir := cmp.Or(flag, getenv("WITHLOCK_DIR"), getenv("NEXUSCORE_RUN_LOCK_DIR"), DefaultDir())
+	abs, _ := filepath.Abs(dir) // "" if the working directory is gone
+	return cmp.Or(abs, dir)
 }
 
 // DefaultDir is the lock directory when nothing names one: /run/withlock

@@ -178,6 +178,10 @@ func TestPersistentENOTDIR(t *testing.T) {
 }
 
 func TestResolveDirAndTTL(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	dirs := []struct {
 		flag string
@@ -189,6 +193,10 @@ func TestResolveDirAndTTL(t *testing.T) {
 		{"", map[string]string{"NEXUSCORE_RUN_LOCK_DIR": "/n", "XDG_RUNTIME_DIR": "/x"}, "/n"},
 		{"", map[string]string{"XDG_RUNTIME_DIR": "/x"}, DefaultDir()},
 		{"", map[string]string{}, DefaultDir()},
+		// Relative: made absolute, so that a child that changes directory
+		// still finds its WITHLOCK_LOCK_FILE.
+		{"locks/", nil, filepath.Join(wd, "locks")},
+		{"", map[string]string{"WITHLOCK_DIR": "../w"}, filepath.Join(filepath.Dir(wd), "w")},
 	}
 	for _, d := range dirs {
 		if got := ResolveDir(d.flag, env(d.env)); got != d.want {
