@@ -89,7 +89,9 @@ func (b *bench) waitCPUOf(want int, argv ...string) func(int) (float64, error) {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for n := 0; ; n++ {
-			if cpu, ok := schedstat.CPU(pid); ok {
+			// A process that is exiting sums fewer threads: a sample
+			// below the last is not taken.
+			if cpu, ok := schedstat.CPU(pid); ok && cpu >= last {
 				now := time.Now()
 				if fromAt.IsZero() && n%2 == 0 { // the quiet test polls every 100 ms
 					if n > 0 && cpu-prev < 500*time.Microsecond && allSleeping(pid) {

@@ -13,13 +13,16 @@ import (
 	"time"
 )
 
-// CPU sums the run time of every thread of pid; false once pid is gone.
+// CPU sums the run time of every thread of pid; false once pid is gone or
+// exiting (its threads' files listed but no longer readable: a sum of 0 then
+// would read as its CPU going backwards).
 func CPU(pid int) (time.Duration, bool) {
 	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
 	if err != nil || len(tasks) == 0 {
 		return 0, false
 	}
 	var sum time.Duration
+	read := 0
 	for _, path := range tasks {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -29,11 +32,12 @@ func CPU(pid int) (time.Duration, bool) {
 		if len(fields) == 0 {
 			continue
 		}
+		read++
 		ns, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil {
 			return 0, false
 		}
 		sum += time.Duration(ns)
 	}
-	return sum, true
+	return sum, read > 0
 }
