@@ -226,8 +226,8 @@ func openLocked(path string, flag, how int) (*os.File, int64, error) {
 // foreign reports whether err is an open of path refused because the file
 // is another user's (ErrForeign).
 func foreign(path string, err error) bool {
-	fi, lerr := os.Lstat(path)
-	return errors.Is(err, os.ErrPermission) && lerr == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid()
+	var st syscall.Stat_t // looked at only when the open was refused
+	return errors.Is(err, os.ErrPermission) && syscall.Lstat(path, &st) == nil && int(st.Uid) != os.Geteuid()
 }
 
 func flock(f *os.File, path string, how int) error {
