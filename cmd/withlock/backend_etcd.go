@@ -69,6 +69,7 @@ func (b etcdBackend) Acquire(ctx context.Context, runID string, wait time.Durati
 	if err != nil {
 		return nil, err // not a heldLock holding a nil *Lock
 	}
+	lock.MarkStarted() // the run's history, should its withlock be killed
 	return lock, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
 )
@@ -80,4 +81,56 @@ func TestHistory(t *testing.T) {
 		t.Errorf("status --json job: %+v", l)
 	}
 	holder.cmd.Process.Kill()
+}
+
+// TestKilledRunEndsUnobserved: a run whose withlock is SIGKILLed leaves
+// its record on etcd too (SPEC §8), "ended unobserved", once its lease
+// is gone; while it runs it is the holder, not a record; the next run's
+// record follows it.
+func TestKilledRunEndsUnobserved(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	pidFile := filepath.Join(t.TempDir(), "child")
+	holder := start(t, wl(t, s, "--ttl", "2", "job", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 600`, pidFile))
+	child := readPid(t, pidFile)
+	type entry struct {
+		State      string         `json:"state"`
+		LastResult string         `json:"last_result"`
+		RunsTotal  map[string]int `json:"runs_total"`
+		Runs       []struct {
+			Pid          int    `json:"pid"`
+			Result       string `json:"result"`
+			FencingToken uint64 `json:"fencing_token"`
+			Command      string `json:"command"`
+		} `json:"runs"`
+	}
+	status := func() entry {
+		t.Helper()
+		r := run(t, admin(t, s, "status", "--json", "job"))
+		var doc struct{ Locks []entry }
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Locks) != 1 || r.code != 0 {
+			t.Fatalf("status --json job: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		return doc.Locks[0]
+	}
+	if e := status(); e.State != "held" || len(e.Runs) != 0 || e.LastResult != "" {
+		t.Errorf("the run under way, in status: %+v", e)
+	}
+	holder.cmd.Process.Kill()
+	if r := holder.wait(t, runDeadline); r.code != 137 {
+		t.Fatalf("withlock killed: exit %d", r.code)
+	}
+	waitFor(t, 30*time.Second, "the lease to end", func() bool { return status().State == "free" })
+	e := status()
+	if e.LastResult != "ended unobserved" || len(e.Runs) != 1 || e.Runs[0].Pid != holder.cmd.Process.Pid || e.Runs[0].FencingToken == 0 ||
+		e.Runs[0].Command != `sh -c echo $$ > "$0"; exec sleep 600 `+pidFile {
+		t.Errorf("after the lease ended: %+v", e)
+	}
+	waitFor(t, 10*time.Second, "the command's end", func() bool { return gone(child) })
+	if r := run(t, wl(t, s, "job", "--", "true")); r.code != 0 {
+		t.Fatalf("the next run: %d %s", r.code, r.stderr)
+	}
+	if e := status(); len(e.Runs) != 2 || e.Runs[0].Result != "exit" || e.Runs[1].Result != "ended unobserved" ||
+		e.RunsTotal["exit"] != 1 || e.RunsTotal["ended unobserved"] != 1 {
+		t.Errorf("after the next run: %+v", e)
+	}
 }

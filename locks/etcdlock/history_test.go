@@ -4,11 +4,14 @@ package etcdlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/withlock/withlock/internal/testwait"
 	"github.com/withlock/withlock/locks/etcdlock/etcdtest"
 	"github.com/withlock/withlock/locks/history"
 )
@@ -55,5 +58,67 @@ func TestHistoryBoundedAndCounted(t *testing.T) {
 	mustAcquire(t, l, "a/b", 0) // the history keys are not contenders
 	if byRun, _ := l.History(context.Background(), []string{"a"}); len(byRun) != 0 {
 		t.Errorf("run a has the history of a/b: %v", byRun)
+	}
+}
+
+// A run under way has a start marker that status does not read as a
+// record and compaction does not fold; the run's own append deletes it; a
+// marker whose lease is gone (its withlock was killed) is that run's
+// record, "ended unobserved", counted once and folded like any other.
+func TestStartMarkers(t *testing.T) {
+	s := etcdtest.Start(t, etcdtest.Options{})
+	l, cl, ctx := newLocker(s), s.Client(t), context.Background()
+	prefix := l.HistoryPrefix("m")
+	markers := func() int64 {
+		t.Helper()
+		resp, err := cl.Get(ctx, prefix+"s", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	lock := mustAcquire(t, l, "m", 0)
+	lock.MarkStarted()
+	testwait.For(t, 10*time.Second, "the start marker", func() bool { return markers() == 1 })
+	if byRun, err := l.History(ctx, []string{"m"}); err != nil || len(byRun["m"]) != 0 {
+		t.Errorf("a run under way read as a record: %v %v", byRun, err)
+	}
+	// A run whose withlock died: its marker stays, its lease is gone.
+	dead := history.Record{Run: history.Run{Kind: history.KindRun, RunID: "m", StartedAt: 1, Result: history.ResultUnobserved, Pid: 42, FencingToken: 1}}
+	data, _ := dead.Marshal()
+	if _, err := cl.Put(ctx, prefix+"s7fffffff00000001", string(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(); err != nil {
+		t.Fatal(err)
+	}
+	code := 0
+	done := history.Record{Run: history.Run{Kind: history.KindRun, RunID: "m", StartedAt: 2, EndedAt: 3, Result: history.ResultExit, ExitCode: &code,
+		FencingToken: uint64(lock.FencingToken())}}
+	if err := l.AppendHistory(ctx, "m", done); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := l.History(ctx, []string{"m"})
+	if err != nil || len(recs["m"]) != 2 || recs["m"][0].Pid != 42 || recs["m"][1].Result != history.ResultExit || markers() != 1 {
+		t.Fatalf("after the run's append: %d markers, history %+v %v; want the dead run's, then the run's own", markers(), recs, err)
+	}
+	// Another run under way, through compaction.
+	lease, err := cl.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Put(ctx, fmt.Sprintf("%ss%x", prefix, int64(lease.ID)), string(data)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range history.MaxLines {
+		done.StartedAt, done.EndedAt = float64(10+i), float64(11+i) // records differ, as runs' do
+		if err := l.AppendHistory(ctx, "m", done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err = l.History(ctx, []string{"m"})
+	sum := history.Summarize(recs["m"])
+	if err != nil || sum.RunsTotal[history.ResultUnobserved] != 1 || sum.RunsTotal[history.ResultExit] != history.MaxLines+1 || markers() != 1 {
+		t.Errorf("after compaction: %d markers (want the live one), runs %v %v", markers(), sum.RunsTotal, err)
 	}
 }

@@ -30,8 +30,10 @@ type Lock struct {
 	// named is the run id the caller named (RunID is a --max slot's
 	// derived one); env is what the child is told beyond the lock itself
 	// (its slot, or that it holds shared).
-	named string
-	env   []string
+	named  string
+	env    []string
+	slot   *int          // a --max slot's number
+	marked chan struct{} // closed once MarkStarted's put is done
 
 	lostErr       error      // what Heartbeat reported, if it did
 	lostMu        sync.Mutex // guards stopHeartbeat
@@ -138,6 +140,9 @@ func (k *Lock) Release() error {
 }
 
 func (k *Lock) release() error {
+	if k.marked != nil {
+		<-k.marked // the client is closed below
+	}
 	k.lostMu.Lock()
 	stopHeartbeat := k.stopHeartbeat
 	k.lostMu.Unlock()

@@ -137,7 +137,7 @@ func (l *Locker) tryFreeSlots(ctx context.Context, runID string, owners []*Owner
 		lock, err := l.acquire(ctx, locks.SlotRunID(runID, locks.ModeMax, k), 0, acquireKind{max: len(owners)})
 		switch {
 		case err == nil:
-			lock.named = runID
+			lock.named, lock.slot = runID, &k
 			lock.env = []string{"WITHLOCK_SLOT=" + strconv.Itoa(k), "WITHLOCK_MAX=" + strconv.Itoa(len(owners))}
 			return lock, k, nil
 		case errors.Is(err, errExclusiveFirst), errors.Is(err, errSizeChanged), !errors.Is(err, locks.ErrHeld):
