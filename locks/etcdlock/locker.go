@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -91,7 +92,7 @@ func (l *Locker) newClient() (*clientv3.Client, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		// Socket writes never raise SIGPIPE (nosigpipe_linux.go).
-		DialOptions: noSigPipeDialer(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(dialNoSigPipe)},
 	})
 }
 
