@@ -119,15 +119,9 @@ func (e *OtherClientError) Unwrap() error { return locks.ErrHeld }
 // keys that are not <prefix><escaped run id>/<hex lease>.
 func splitKey(prefix, key string) (runID string, lease clientv3.LeaseID, ok bool) {
 	rest, found := strings.CutPrefix(key, prefix)
-	if !found {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", 0, false
-	}
+	i := strings.LastIndexByte(rest, '/') // -1 (rest[0:]) when there is none
 	id, err := strconv.ParseInt(rest[i+1:], 16, 64)
-	if err != nil {
+	if !found || i <= 0 || err != nil {
 		return "", 0, false
 	}
 	return unescapeRunID(rest[:i]), clientv3.LeaseID(id), true
