@@ -21,9 +21,8 @@ var ErrNotHeld = errors.New("run lock not held")
 // connection, no leader, a lease that expired while we waited) is retried
 // within the wait.
 func permanent(err error) bool {
-	var ee rpctypes.EtcdError
 	code := status.Code(err)
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[rpctypes.EtcdError](err); ok {
 		code = ee.Code()
 	}
 	switch code {

@@ -192,12 +192,10 @@ func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
 
 // heldOwner is the owner an Acquire's ErrHeld names.
 func heldOwner(err error) *Owner {
-	var he *locks.HeldError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*locks.HeldError](err); ok {
 		return &Owner{RunID: he.RunID, Key: he.Holder.Path, Holder: &he.Holder, TTL: -1}
 	}
-	var oe *OtherClientError
-	if errors.As(err, &oe) && oe.Owner != nil {
+	if oe, ok := errors.AsType[*OtherClientError](err); ok && oe.Owner != nil {
 		return oe.Owner
 	}
 	return &Owner{TTL: -1}
