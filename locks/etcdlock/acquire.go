@@ -215,7 +215,7 @@ func (c *contender) enqueue(ctx context.Context) error {
 		// The guard has a key, or else the size changed.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			if c.shared {
-				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[1].GetResponseRange().Kvs)
+				return c.l.maxMismatch(c.runID, 0, resp.Responses[1].GetResponseRange().Kvs, kvs)
 			}
 			return errExclusiveFirst
 		}

@@ -223,15 +223,13 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 	}
 	owners := make([]*Owner, max)
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		id, _, ok := splitKey(l.prefix(), string(kv.Key))
-		if !ok {
-			continue
-		}
-		base, mode, k, ok := locks.ParseSlotRunID(id)
+		// A key splitKey refuses has run id "", which is no slot's.
+		o := l.slotOwnerFromKV(kv)
+		base, mode, k, ok := locks.ParseSlotRunID(o.RunID)
 		if !ok || base != runID || mode != locks.ModeMax || k >= max || owners[k] != nil {
 			continue
 		}
-		owners[k] = ownerFromKV(id, kv) // oldest first: the slot's owner
+		owners[k] = o // oldest first: the slot's owner
 	}
 	return owners, first, resp.Header.Revision, nil
 }
@@ -301,9 +299,19 @@ func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string
 	case string(kvs[0].Value) == want:
 		return nil
 	}
-	have, _ := strconv.Atoi(string(kvs[0].Value))
-	slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
-	return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
+	// The slots' range has a key: the compare failed.
+	return l.maxMismatch(runID, max, kvs, resp.Responses[1].GetResponseRange().Kvs)
+}
+
+// maxMismatch is the refusal of --max want (0: --shared) on a run id whose
+// --max semaphore has a holder (slotKVs[0], the oldest slot key), naming
+// both as the file backend does; sizeKVs is the recorded size (none: 0).
+func (l *Locker) maxMismatch(runID string, want int, sizeKVs, slotKVs []*mvccpb.KeyValue) error {
+	have := 0
+	if len(sizeKVs) > 0 {
+		have, _ = strconv.Atoi(string(sizeKVs[0].Value))
+	}
+	return locks.MaxMismatch(runID, want, have, holderOf(l.slotOwnerFromKV(slotKVs[0])))
 }
 
 // MaxOf is the size recorded for runID's semaphore (run --max); found is

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/withlock/withlock/internal/failpoint"
@@ -57,17 +56,6 @@ func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Dura
 	}
 	lock.named, lock.env = runID, []string{"WITHLOCK_SHARED=1"}
 	return lock, nil
-}
-
-// sharedBesideMax is the refusal of --shared on a run id whose --max
-// semaphore has a holder (slot, the oldest slot key), naming both as the
-// file backend does; maxKV is the recorded size.
-func (l *Locker) sharedBesideMax(runID string, slot *mvccpb.KeyValue, maxKV []*mvccpb.KeyValue) error {
-	max := 0
-	if len(maxKV) > 0 {
-		max, _ = strconv.Atoi(string(maxKV[0].Value))
-	}
-	return locks.MaxMismatch(runID, 0, max, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // reporter is the OnWait call of a wait behind o (nil: nobody) since start.
