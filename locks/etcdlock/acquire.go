@@ -130,7 +130,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		return nil, err
 	}
 	c.restamp(ctx)
-	return c.held(), nil
+	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: &c}, nil
 }
 
 // contender is one lease's place in a run id's queue.
@@ -243,9 +243,4 @@ func (c *contender) restamp(ctx context.Context) {
 	if err != nil {
 		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")
 	}
-}
-
-// held turns the won contender into a Lock.
-func (c *contender) held() *Lock {
-	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: c}
 }
