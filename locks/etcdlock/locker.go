@@ -36,6 +36,8 @@ const lostReleaseBound = 500 * time.Millisecond
 // Acquire; a Locker may be used for several acquisitions but not
 // concurrently.
 type Locker struct {
+	// Endpoints: at least one; the caller checks (withlock refuses
+	// --backend etcd without --endpoints).
 	Endpoints []string
 	Prefix    string        // key prefix, DefaultPrefix when empty
 	TTL       time.Duration // lease TTL, rounded up to whole seconds; DefaultTTL when 0
