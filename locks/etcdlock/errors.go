@@ -25,11 +25,7 @@ func permanent(err error) bool {
 	if ee, ok := errors.AsType[rpctypes.EtcdError](err); ok {
 		code = ee.Code()
 	}
-	switch code {
-	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
-		return true
-	}
-	return false
+	return code == codes.InvalidArgument || code == codes.PermissionDenied || code == codes.Unauthenticated
 }
 
 // unavailable is the error of a lock that could not be taken because of
