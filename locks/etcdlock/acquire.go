@@ -68,13 +68,11 @@ func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, 
 // command that ignores TERM may then run on after the server could have
 // given the lock to another host.
 func (l *Locker) warnIfGraceTooLong(lock *Lock) {
-	after, fits := lostAfter(lock.TTL, l.Grace)
-	if fits {
-		return
+	if after, fits := lostAfter(lock.TTL, l.Grace); !fits {
+		l.Log.Warn().Str("run_id", lock.RunID).
+			Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a longer --ttl leaves room)",
+				l.Grace, lock.TTL, after+l.Grace-lock.TTL)
 	}
-	l.Log.Warn().Str("run_id", lock.RunID).
-		Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a longer --ttl leaves room)",
-			l.Grace, lock.TTL, after+l.Grace-lock.TTL)
 }
 
 // sleep waits for d (at most left when left > 0); false when ctx ended.
