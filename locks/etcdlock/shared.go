@@ -132,14 +132,14 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 		case wctx.Err() != nil:
 			return heldError(c.runID, b, time.Now())
 		}
-		r, err := c.readOlder(wctx)
-		if err != nil {
-			if wctx.Err() != nil {
-				continue
-			}
+		// A read cut short by the wait's end (or the lease's loss) is no
+		// error: the next turn reports that.
+		switch r, err := c.readOlder(wctx); {
+		case err == nil:
+			rev = r
+		case wctx.Err() == nil:
 			return err
 		}
-		rev = r
 	}
 }
 
