@@ -168,20 +168,19 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 // enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
 // one transaction: create the contender's key under its lease, with the
 // holder information as its value so the owner key is never seen without
-// it, and read the queue — every key by create revision. The lease is
-// fresh, so the key is new: its create revision, the fencing token, is the
-// transaction's revision.
+// it, and read the queue — every key by create revision — and, for an
+// exclusive contender, the slot holders at the revision our key appears
+// (from then on no new one gets in). The lease is fresh, so the key is
+// new: its create revision, the fencing token, is the transaction's
+// revision.
 func (c *contender) enqueue(ctx context.Context) error {
-	pfx := c.l.queuePrefix(c.runID)
-	c.key = pfx + leaseHex(c.lease.id)
+	c.key = c.l.queuePrefix(c.runID) + leaseHex(c.lease.id)
 	var cmps []clientv3.Cmp
-	then := []clientv3.Op{
+	then := append([]clientv3.Op{
 		clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)),
-		clientv3.OpGet(pfx, withQueueOrder()...),
-	}
+	}, c.reads()...)
 	var els []clientv3.Op
-	switch {
-	case c.guard != "":
+	if c.guard != "" {
 		// A --max slot: only while RUN_ID's own mutex has no key (no
 		// exclusive holder or waiter); a shared contender: only while no
 		// --max slot is held. Checked in the same transaction.
@@ -194,10 +193,6 @@ func (c *contender) enqueue(ctx context.Context) error {
 			// ... and only while the size is still the one agreed.
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(c.sizeKey), "=", c.size))
 		}
-	case c.slots != "":
-		// An exclusive contender: the slot holders at the revision our key
-		// appears; from then on no new one gets in.
-		then = append(then, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
 	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()

@@ -146,18 +146,25 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 // readOlder reads the keys in the way again (queued before ours, oldest
 // first; and the slots' keys) and returns the revision read at.
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
-	ops := []clientv3.Op{clientv3.OpGet(c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)}
-	if c.slots != "" {
-		ops = append(ops, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
-	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Txn(rctx).Then(ops...).Commit()
+	resp, err := c.cl.Txn(rctx).Then(c.reads(clientv3.WithMaxCreateRev(c.token - 1))...).Commit()
 	if err != nil {
 		return 0, err
 	}
 	c.setOlder(resp.Responses)
 	return resp.Header.Revision, nil
+}
+
+// reads are the reads of the keys in the way, as setOlder takes them: the
+// mutex's keys, oldest first (opts narrow that range), and, for an
+// exclusive contender (slots), the slots' keys.
+func (c *contender) reads(opts ...clientv3.OpOption) []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpGet(c.l.queuePrefix(c.runID), withQueueOrder(opts...)...)}
+	if c.slots != "" {
+		ops = append(ops, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
+	}
+	return ops
 }
 
 // setOlder keeps the keys in the way from a read of the mutex's keys
