@@ -28,8 +28,7 @@ func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
 	// etcd's resolver passes unix(s) endpoints as unix:path or
 	// unix:///abs/path (TLS, for unixs, is layered above this conn).
 	network, address, _ := splitEndpoint(addr, false)
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
+	c, err := new(net.Dialer).DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,7 @@ func (l *Locker) explain(err error) error {
 // included, and reports why that fails; nil when it works.
 func probe(endpoint string, cfg *tls.Config) error {
 	network, addr, secure := splitEndpoint(endpoint, cfg != nil)
-	d := net.Dialer{Timeout: probeTimeout}
-	conn, err := d.Dial(network, addr)
+	conn, err := net.DialTimeout(network, addr, probeTimeout)
 	if err != nil {
 		return err
 	}
