@@ -69,14 +69,13 @@ type Owner struct {
 
 // ownerFromKV reads a contender's key.
 func ownerFromKV(runID string, kv *mvccpb.KeyValue) *Owner {
-	key := string(kv.Key)
-	o := &Owner{RunID: runID, Key: key, Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
+	o := &Owner{RunID: runID, Key: string(kv.Key), Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
 	var v holderValue
 	parsed := len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil
 	o.Shared = parsed && v.Mode == modeShared
 	if parsed && v.Pid > 0 {
 		v.FencingToken = uint64(kv.CreateRevision)
-		o.Holder = &locks.Holder{Path: key, Payload: v.Payload}
+		o.Holder = &locks.Holder{Path: o.Key, Payload: v.Payload}
 	}
 	return o
 }
