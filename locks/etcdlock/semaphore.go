@@ -86,14 +86,13 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if first != nil && first.Shared {
 			return nil, 0, locks.MaxMismatch(runID, max, 0, holderOf(first))
 		}
-		watch := l.slotsPrefix(runID)
-		var report func()
+		// What we watch, whom OnWait names, and the error if the wait ends.
+		watch, blocker := l.slotsPrefix(runID), first
 		var timedOut error
 		if first != nil {
 			// RUN_ID's own mutex has a key (a plain run holds or waits, or
 			// etcdctl lock): no slot is taken until it is gone.
 			watch = l.queuePrefix(runID)
-			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
 			lock, k, err := l.tryFreeSlots(ctx, runID, owners)
@@ -112,13 +111,13 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			for _, o := range owners {
 				held = append(held, holderOf(o))
 			}
-			report = l.reporter(owners[0], start)
+			blocker = owners[0]
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
 		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		awaitDelete(wctx, cl, watch, rev+1, report, &pause)
+		awaitDelete(wctx, cl, watch, rev+1, l.reporter(blocker, start), &pause)
 		if ctx.Err() != nil {
 			return nil, 0, context.Cause(ctx)
 		}
