@@ -3,6 +3,7 @@
 package etcdlock
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -29,14 +30,14 @@ func (l *Locker) explain(err error) error {
 	}
 	var problems []error
 	for _, ep := range l.Endpoints {
-		if perr := probe(ep, l.TLS); perr != nil {
-			problems = append(problems, perr)
-		}
+		problems = append(problems, probe(ep, l.TLS))
 	}
-	if len(problems) == 0 {
+	// errors.Join drops the nils of the endpoints that work.
+	problem := errors.Join(problems...)
+	if problem == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", err, errors.Join(problems...))
+	return fmt.Errorf("%w: %w", err, problem)
 }
 
 // probe connects to one endpoint as the client would, TLS handshake
@@ -51,10 +52,7 @@ func probe(endpoint string, cfg *tls.Config) error {
 	if !secure {
 		return nil
 	}
-	tcfg := &tls.Config{}
-	if cfg != nil {
-		tcfg = cfg.Clone()
-	}
+	tcfg := cmp.Or(cfg, &tls.Config{}).Clone()
 	if tcfg.ServerName == "" && network == "tcp" {
 		tcfg.ServerName, _, _ = net.SplitHostPort(addr)
 	}
