@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -241,9 +242,7 @@ func etcdLockStatus(o *etcdlock.Owner, now time.Time) lockStatus {
 	}
 	if h := o.Holder; h != nil {
 		ls.Pid, ls.Host, ls.Command = h.Pid, h.Host, h.Command
-		if h.LockID != "" {
-			ls.LockID = h.LockID
-		}
+		ls.LockID = cmp.Or(h.LockID, ls.LockID)
 		if h.CreatedAt > 0 {
 			ls.CreatedAt, ls.AgeSeconds = h.CreatedAt, seconds(now.Sub(h.Created()))
 		}
@@ -283,9 +282,7 @@ func etcdBreak(c *cli.Command, runID string) error {
 		for _, o := range broke {
 			out.say("broke the lock of %s (lease %x revoked; was %s): %s", slotName(id), int64(o.Lease), o.Describe(time.Now()), o.Key)
 		}
-		switch {
-		case errors.Is(err, etcdlock.ErrNotHeld):
-		case err != nil:
+		if err != nil && !errors.Is(err, etcdlock.ErrNotHeld) {
 			return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(id), err))
 		}
 	}

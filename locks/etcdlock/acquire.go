@@ -5,7 +5,6 @@ package etcdlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -34,9 +33,6 @@ type acquireKind struct {
 
 // acquire is Acquire, AcquireShared, or one try at a --max slot.
 func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, kind acquireKind) (*Lock, error) {
-	if len(l.Endpoints) == 0 {
-		return nil, fmt.Errorf("%w: no etcd endpoints", locks.ErrUnavailable)
-	}
 	start := time.Now()
 	var giveUp time.Time // zero: never
 	if wait >= 0 {
@@ -72,13 +68,11 @@ func (l *Locker) acquire(ctx context.Context, runID string, wait time.Duration, 
 // command that ignores TERM may then run on after the server could have
 // given the lock to another host.
 func (l *Locker) warnIfGraceTooLong(lock *Lock) {
-	after, fits := lostAfter(lock.TTL, l.Grace)
-	if fits {
-		return
+	if after, fits := lostAfter(lock.TTL, l.Grace); !fits {
+		l.Log.Warn().Str("run_id", lock.RunID).
+			Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a longer --ttl leaves room)",
+				l.Grace, lock.TTL, after+l.Grace-lock.TTL)
 	}
-	l.Log.Warn().Str("run_id", lock.RunID).
-		Msgf("grace %s does not fit in the lease TTL %s: if etcd stops answering, a command that ignores TERM may run up to %s past the lease (a longer --ttl leaves room)",
-			l.Grace, lock.TTL, after+l.Grace-lock.TTL)
 }
 
 // sleep waits for d (at most left when left > 0); false when ctx ended.
@@ -130,7 +124,7 @@ func (l *Locker) attempt(ctx context.Context, runID string, start time.Time, wai
 		return nil, err
 	}
 	c.restamp(ctx)
-	return c.held(), nil
+	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: &c}, nil
 }
 
 // contender is one lease's place in a run id's queue.
@@ -174,20 +168,19 @@ func (l *Locker) rpc(ctx context.Context) (context.Context, context.CancelFunc) 
 // enqueue is the recipe's first step (concurrency.Mutex's tryAcquire) in
 // one transaction: create the contender's key under its lease, with the
 // holder information as its value so the owner key is never seen without
-// it, and read the queue — every key by create revision. The lease is
-// fresh, so the key is new: its create revision, the fencing token, is the
-// transaction's revision.
+// it, and read the queue — every key by create revision — and, for an
+// exclusive contender, the slot holders at the revision our key appears
+// (from then on no new one gets in). The lease is fresh, so the key is
+// new: its create revision, the fencing token, is the transaction's
+// revision.
 func (c *contender) enqueue(ctx context.Context) error {
-	pfx := c.l.queuePrefix(c.runID)
-	c.key = pfx + leaseHex(c.lease.id)
+	c.key = c.l.queuePrefix(c.runID) + leaseHex(c.lease.id)
 	var cmps []clientv3.Cmp
-	then := []clientv3.Op{
+	then := append([]clientv3.Op{
 		clientv3.OpPut(c.key, c.l.holderValue(c.runID, c.lease.id, c.shared), clientv3.WithLease(c.lease.id)),
-		clientv3.OpGet(pfx, withQueueOrder()...),
-	}
+	}, c.reads()...)
 	var els []clientv3.Op
-	switch {
-	case c.guard != "":
+	if c.guard != "" {
 		// A --max slot: only while RUN_ID's own mutex has no key (no
 		// exclusive holder or waiter); a shared contender: only while no
 		// --max slot is held. Checked in the same transaction.
@@ -200,10 +193,6 @@ func (c *contender) enqueue(ctx context.Context) error {
 			// ... and only while the size is still the one agreed.
 			cmps = append(cmps, clientv3.Compare(clientv3.Value(c.sizeKey), "=", c.size))
 		}
-	case c.slots != "":
-		// An exclusive contender: the slot holders at the revision our key
-		// appears; from then on no new one gets in.
-		then = append(then, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
 	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
@@ -215,7 +204,7 @@ func (c *contender) enqueue(ctx context.Context) error {
 		// The guard has a key, or else the size changed.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			if c.shared {
-				return c.l.sharedBesideMax(c.runID, kvs[0], resp.Responses[1].GetResponseRange().Kvs)
+				return c.l.maxMismatch(c.runID, 0, resp.Responses[1].GetResponseRange().Kvs, kvs)
 			}
 			return errExclusiveFirst
 		}
@@ -243,9 +232,4 @@ func (c *contender) restamp(ctx context.Context) {
 	if err != nil {
 		c.l.Log.Debug().Err(err).Str("run_id", c.runID).Msg("holder information not updated after the wait")
 	}
-}
-
-// held turns the won contender into a Lock.
-func (c *contender) held() *Lock {
-	return &Lock{RunID: c.runID, Key: c.key, Lease: c.lease.id, TTL: c.lease.ttl, contender: c}
 }

@@ -21,16 +21,11 @@ var ErrNotHeld = errors.New("run lock not held")
 // connection, no leader, a lease that expired while we waited) is retried
 // within the wait.
 func permanent(err error) bool {
-	var ee rpctypes.EtcdError
 	code := status.Code(err)
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[rpctypes.EtcdError](err); ok {
 		code = ee.Code()
 	}
-	switch code {
-	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated:
-		return true
-	}
-	return false
+	return code == codes.InvalidArgument || code == codes.PermissionDenied || code == codes.Unauthenticated
 }
 
 // unavailable is the error of a lock that could not be taken because of

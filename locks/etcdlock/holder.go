@@ -69,14 +69,13 @@ type Owner struct {
 
 // ownerFromKV reads a contender's key.
 func ownerFromKV(runID string, kv *mvccpb.KeyValue) *Owner {
-	key := string(kv.Key)
-	o := &Owner{RunID: runID, Key: key, Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
+	o := &Owner{RunID: runID, Key: string(kv.Key), Lease: clientv3.LeaseID(kv.Lease), FencingToken: kv.CreateRevision, TTL: -1}
 	var v holderValue
 	parsed := len(kv.Value) > 0 && json.Unmarshal(kv.Value, &v) == nil
 	o.Shared = parsed && v.Mode == modeShared
 	if parsed && v.Pid > 0 {
 		v.FencingToken = uint64(kv.CreateRevision)
-		o.Holder = &locks.Holder{Path: key, Payload: v.Payload}
+		o.Holder = &locks.Holder{Path: o.Key, Payload: v.Payload}
 	}
 	return o
 }
@@ -119,15 +118,9 @@ func (e *OtherClientError) Unwrap() error { return locks.ErrHeld }
 // keys that are not <prefix><escaped run id>/<hex lease>.
 func splitKey(prefix, key string) (runID string, lease clientv3.LeaseID, ok bool) {
 	rest, found := strings.CutPrefix(key, prefix)
-	if !found {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", 0, false
-	}
+	i := strings.LastIndexByte(rest, '/') // -1 (rest[0:]) when there is none
 	id, err := strconv.ParseInt(rest[i+1:], 16, 64)
-	if err != nil {
+	if !found || i <= 0 || err != nil {
 		return "", 0, false
 	}
 	return unescapeRunID(rest[:i]), clientv3.LeaseID(id), true

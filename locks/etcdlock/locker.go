@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/withlock/withlock/locks"
 )
@@ -35,6 +36,8 @@ const lostReleaseBound = 500 * time.Millisecond
 // Acquire; a Locker may be used for several acquisitions but not
 // concurrently.
 type Locker struct {
+	// Endpoints: at least one; the caller checks (withlock refuses
+	// --backend etcd without --endpoints).
 	Endpoints []string
 	Prefix    string        // key prefix, DefaultPrefix when empty
 	TTL       time.Duration // lease TTL, rounded up to whole seconds; DefaultTTL when 0
@@ -91,7 +94,7 @@ func (l *Locker) newClient() (*clientv3.Client, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		// Socket writes never raise SIGPIPE (nosigpipe_linux.go).
-		DialOptions: noSigPipeDialer(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(dialNoSigPipe)},
 	})
 }
 

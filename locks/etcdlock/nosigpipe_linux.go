@@ -3,17 +3,17 @@
 package etcdlock
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 )
 
-// noSigPipeDialer connects the etcd client's sockets so that their writes
-// never raise SIGPIPE.
+// dialNoSigPipe connects the etcd client's sockets (its gRPC dialer) so
+// that their writes never raise SIGPIPE.
 //
 // withlock subscribes to SIGPIPE (SPEC §5: a PIPE sent to withlock is
 // forwarded to the command). Once a Go program does, the runtime delivers
@@ -24,16 +24,11 @@ import (
 // the wait for the lock ended 141. Writing with MSG_NOSIGNAL makes such a
 // write fail with EPIPE only — which gRPC handles as a broken connection —
 // and leaves SIGPIPE to the signals other processes send.
-func noSigPipeDialer() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithContextDialer(dialNoSigPipe)}
-}
-
 func dialNoSigPipe(ctx context.Context, addr string) (net.Conn, error) {
 	// etcd's resolver passes unix(s) endpoints as unix:path or
 	// unix:///abs/path (TLS, for unixs, is layered above this conn).
 	network, address, _ := splitEndpoint(addr, false)
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
+	c, err := new(net.Dialer).DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +68,9 @@ func (c *noSigPipeConn) Write(b []byte) (int, error) {
 		}
 		return true
 	})
-	if err == nil {
-		err = werr
-	}
-	if err != nil {
+	// The poller's error, or else the send's (never both: a send that
+	// fails ends the write).
+	if err := cmp.Or(err, werr); err != nil {
 		return written, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("sendmsg", err)}
 	}
 	return written, nil

@@ -3,11 +3,13 @@
 package etcdlock
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -28,22 +30,21 @@ func (l *Locker) explain(err error) error {
 	}
 	var problems []error
 	for _, ep := range l.Endpoints {
-		if perr := probe(ep, l.TLS); perr != nil {
-			problems = append(problems, perr)
-		}
+		problems = append(problems, probe(ep, l.TLS))
 	}
-	if len(problems) == 0 {
+	// errors.Join drops the nils of the endpoints that work.
+	problem := errors.Join(problems...)
+	if problem == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", err, errors.Join(problems...))
+	return fmt.Errorf("%w: %w", err, problem)
 }
 
 // probe connects to one endpoint as the client would, TLS handshake
 // included, and reports why that fails; nil when it works.
 func probe(endpoint string, cfg *tls.Config) error {
 	network, addr, secure := splitEndpoint(endpoint, cfg != nil)
-	d := net.Dialer{Timeout: probeTimeout}
-	conn, err := d.Dial(network, addr)
+	conn, err := net.DialTimeout(network, addr, probeTimeout)
 	if err != nil {
 		return err
 	}
@@ -51,10 +52,7 @@ func probe(endpoint string, cfg *tls.Config) error {
 	if !secure {
 		return nil
 	}
-	tcfg := &tls.Config{}
-	if cfg != nil {
-		tcfg = cfg.Clone()
-	}
+	tcfg := cmp.Or(cfg, &tls.Config{}).Clone()
 	if tcfg.ServerName == "" && network == "tcp" {
 		tcfg.ServerName, _, _ = net.SplitHostPort(addr)
 	}
@@ -65,18 +63,14 @@ func probe(endpoint string, cfg *tls.Config) error {
 		return fmt.Errorf("tls handshake with %s: %w", addr, err)
 	}
 	// With TLS 1.3 a refused client certificate shows up as an alert after
-	// the handshake; a server waiting for our first bytes is fine.
+	// the handshake; a server waiting for our first bytes is fine (the read
+	// runs into its deadline).
 	tc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	var b [1]byte
-	if _, err := tc.Read(b[:]); err != nil && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
+	if _, err := tc.Read(b[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("tls with %s: %w", addr, err)
 	}
 	return nil
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // splitEndpoint reads an endpoint the way the etcd client does:

@@ -86,14 +86,13 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 		if first != nil && first.Shared {
 			return nil, 0, locks.MaxMismatch(runID, max, 0, holderOf(first))
 		}
-		watch := l.slotsPrefix(runID)
-		var report func()
+		// What we watch, whom OnWait names, and the error if the wait ends.
+		watch, blocker := l.slotsPrefix(runID), first
 		var timedOut error
 		if first != nil {
 			// RUN_ID's own mutex has a key (a plain run holds or waits, or
 			// etcdctl lock): no slot is taken until it is gone.
 			watch = l.queuePrefix(runID)
-			report = l.reporter(first, start)
 			timedOut = heldError(runID, first, time.Now())
 		} else {
 			lock, k, err := l.tryFreeSlots(ctx, runID, owners)
@@ -112,13 +111,13 @@ func (l *Locker) AcquireSlot(ctx context.Context, runID string, max int, wait ti
 			for _, o := range owners {
 				held = append(held, holderOf(o))
 			}
-			report = l.reporter(owners[0], start)
+			blocker = owners[0]
 			timedOut = &locks.SlotsHeldError{RunID: runID, Max: max, Holders: held}
 		}
 		if wait == 0 || wctx.Err() != nil {
 			return nil, 0, timedOut
 		}
-		awaitDelete(wctx, cl, watch, rev+1, report, &pause)
+		awaitDelete(wctx, cl, watch, rev+1, l.reporter(blocker, start), &pause)
 		if ctx.Err() != nil {
 			return nil, 0, context.Cause(ctx)
 		}
@@ -192,12 +191,10 @@ func (l *Locker) slotOwnerFromKV(kv *mvccpb.KeyValue) *Owner {
 
 // heldOwner is the owner an Acquire's ErrHeld names.
 func heldOwner(err error) *Owner {
-	var he *locks.HeldError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*locks.HeldError](err); ok {
 		return &Owner{RunID: he.RunID, Key: he.Holder.Path, Holder: &he.Holder, TTL: -1}
 	}
-	var oe *OtherClientError
-	if errors.As(err, &oe) && oe.Owner != nil {
+	if oe, ok := errors.AsType[*OtherClientError](err); ok && oe.Owner != nil {
 		return oe.Owner
 	}
 	return &Owner{TTL: -1}
@@ -225,15 +222,13 @@ func (l *Locker) slotOwners(ctx context.Context, cl *clientv3.Client, runID stri
 	}
 	owners := make([]*Owner, max)
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		id, _, ok := splitKey(l.prefix(), string(kv.Key))
-		if !ok {
-			continue
-		}
-		base, mode, k, ok := locks.ParseSlotRunID(id)
+		// A key splitKey refuses has run id "", which is no slot's.
+		o := l.slotOwnerFromKV(kv)
+		base, mode, k, ok := locks.ParseSlotRunID(o.RunID)
 		if !ok || base != runID || mode != locks.ModeMax || k >= max || owners[k] != nil {
 			continue
 		}
-		owners[k] = ownerFromKV(id, kv) // oldest first: the slot's owner
+		owners[k] = o // oldest first: the slot's owner
 	}
 	return owners, first, resp.Header.Revision, nil
 }
@@ -303,9 +298,19 @@ func (l *Locker) agreeMax(ctx context.Context, cl *clientv3.Client, runID string
 	case string(kvs[0].Value) == want:
 		return nil
 	}
-	have, _ := strconv.Atoi(string(kvs[0].Value))
-	slot := resp.Responses[1].GetResponseRange().Kvs[0] // there: the compare failed
-	return locks.MaxMismatch(runID, max, have, holderOf(l.slotOwnerFromKV(slot)))
+	// The slots' range has a key: the compare failed.
+	return l.maxMismatch(runID, max, kvs, resp.Responses[1].GetResponseRange().Kvs)
+}
+
+// maxMismatch is the refusal of --max want (0: --shared) on a run id whose
+// --max semaphore has a holder (slotKVs[0], the oldest slot key), naming
+// both as the file backend does; sizeKVs is the recorded size (none: 0).
+func (l *Locker) maxMismatch(runID string, want int, sizeKVs, slotKVs []*mvccpb.KeyValue) error {
+	have := 0
+	if len(sizeKVs) > 0 {
+		have, _ = strconv.Atoi(string(sizeKVs[0].Value))
+	}
+	return locks.MaxMismatch(runID, want, have, holderOf(l.slotOwnerFromKV(slotKVs[0])))
 }
 
 // MaxOf is the size recorded for runID's semaphore (run --max); found is

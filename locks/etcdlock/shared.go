@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/withlock/withlock/internal/failpoint"
@@ -57,17 +56,6 @@ func (l *Locker) AcquireShared(ctx context.Context, runID string, wait time.Dura
 	}
 	lock.named, lock.env = runID, []string{"WITHLOCK_SHARED=1"}
 	return lock, nil
-}
-
-// sharedBesideMax is the refusal of --shared on a run id whose --max
-// semaphore has a holder (slot, the oldest slot key), naming both as the
-// file backend does; maxKV is the recorded size.
-func (l *Locker) sharedBesideMax(runID string, slot *mvccpb.KeyValue, maxKV []*mvccpb.KeyValue) error {
-	max := 0
-	if len(maxKV) > 0 {
-		max, _ = strconv.Atoi(string(maxKV[0].Value))
-	}
-	return locks.MaxMismatch(runID, 0, max, holderOf(l.slotOwnerFromKV(slot)))
 }
 
 // reporter is the OnWait call of a wait behind o (nil: nobody) since start.
@@ -144,32 +132,39 @@ func (c *contender) awaitTurn(ctx context.Context, start time.Time, wait time.Du
 		case wctx.Err() != nil:
 			return heldError(c.runID, b, time.Now())
 		}
-		r, err := c.readOlder(wctx)
-		if err != nil {
-			if wctx.Err() != nil {
-				continue
-			}
+		// A read cut short by the wait's end (or the lease's loss) is no
+		// error: the next turn reports that.
+		switch r, err := c.readOlder(wctx); {
+		case err == nil:
+			rev = r
+		case wctx.Err() == nil:
 			return err
 		}
-		rev = r
 	}
 }
 
 // readOlder reads the keys in the way again (queued before ours, oldest
 // first; and the slots' keys) and returns the revision read at.
 func (c *contender) readOlder(ctx context.Context) (int64, error) {
-	ops := []clientv3.Op{clientv3.OpGet(c.l.queuePrefix(c.runID), withQueueOrder(clientv3.WithMaxCreateRev(c.token-1))...)}
-	if c.slots != "" {
-		ops = append(ops, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
-	}
 	rctx, cancel := c.l.rpc(ctx)
 	defer cancel()
-	resp, err := c.cl.Txn(rctx).Then(ops...).Commit()
+	resp, err := c.cl.Txn(rctx).Then(c.reads(clientv3.WithMaxCreateRev(c.token - 1))...).Commit()
 	if err != nil {
 		return 0, err
 	}
 	c.setOlder(resp.Responses)
 	return resp.Header.Revision, nil
+}
+
+// reads are the reads of the keys in the way, as setOlder takes them: the
+// mutex's keys, oldest first (opts narrow that range), and, for an
+// exclusive contender (slots), the slots' keys.
+func (c *contender) reads(opts ...clientv3.OpOption) []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpGet(c.l.queuePrefix(c.runID), withQueueOrder(opts...)...)}
+	if c.slots != "" {
+		ops = append(ops, clientv3.OpGet(c.slots, clientv3.WithFirstCreate()...))
+	}
+	return ops
 }
 
 // setOlder keeps the keys in the way from a read of the mutex's keys

@@ -29,13 +29,10 @@ func (l *Locker) Status(ctx context.Context) ([]*Owner, error) {
 		for _, o := range owners {
 			o.TTL = leaseLeft(rctx, cl, o.Lease)
 		}
+		slices.SortStableFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(owners, func(a, b *Owner) int { return strings.Compare(a.RunID, b.RunID) })
-	return owners, nil
+	return owners, err // owners is nil when the read failed
 }
 
 // ownersOf turns the keys under prefix, oldest first, into the holders of
