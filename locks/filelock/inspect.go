@@ -106,11 +106,9 @@ func keyOf(name string) string {
 func (r *RunLocker) Inspect(runIDs ...string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
 	var entries []fs.DirEntry
-	var err error
-	if len(runIDs) == 0 {
-		entries, err = readLockDir(r.fsys(), r.Dir)
-	} else {
-		err = checkReadDir(r.fsys(), r.Dir)
+	err := checkReadDir(r.fsys(), r.Dir)
+	if err == nil && len(runIDs) == 0 {
+		entries, err = os.ReadDir(r.Dir) // sorted by name
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil // no directory: nothing is locked
