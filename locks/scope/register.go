@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,11 +163,8 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 		if err != nil || s.Mode != Write {
 			continue // Allow() drops what does not parse; reads never conflict
 		}
-		for _, w := range writes {
-			if overlaps(w, s) {
-				touching = append(touching, s.String())
-				break
-			}
+		if slices.ContainsFunc(writes, func(w Spec) bool { return overlaps(w, s) }) {
+			touching = append(touching, s.String())
 		}
 	}
 	if len(touching) == 0 || !want.Intersects(other.Effective()) {
