@@ -189,10 +189,8 @@ func (r *RunLocker) inspectLock(path, key string) LockInfo {
 // leftoverKind classifies a name that gc may remove. Lock, guard and fence
 // files are never leftovers, whatever else their name holds.
 func leftoverKind(name string) (LeftoverKind, bool) {
-	for _, keep := range []string{".lock", ".guard", ".fence", ".tree"} {
-		if strings.HasSuffix(name, keep) {
-			return "", false
-		}
+	if slices.ContainsFunc([]string{".lock", ".guard", ".fence", ".tree"}, func(keep string) bool { return strings.HasSuffix(name, keep) }) {
+		return "", false
 	}
 	switch {
 	case strings.Contains(name, ".stale."):
