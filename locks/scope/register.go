@@ -183,10 +183,9 @@ func (r *Table) Restore(a Allocation) error {
 	if other := r.find(a.Name); other != nil {
 		return fmt.Errorf("%w: its name %q is taken by pid %d", ErrLost, a.Name, other.PID)
 	}
-	var parent *Allocation
-	if a.DelegatedFrom != "" {
-		parent = r.find(a.DelegatedFrom) // gone too: it puts itself back
-	}
+	// nil for a root (no allocation has the name ""), or a parent gone
+	// too: it puts itself back.
+	parent := r.find(a.DelegatedFrom)
 	// a's own delegates still point to it: they are no competitors.
 	if err := r.checkConflicts(a.ScopeAllow, a.Allow(), parent, r.delegatesOf(a.Name)); err != nil {
 		return fmt.Errorf("%w: %w", ErrLost, err)
