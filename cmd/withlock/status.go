@@ -246,14 +246,11 @@ func newLockStatus(l filelock.LockInfo, now time.Time) lockStatus {
 
 // gatherScopes reads the scope registry (under its shared flock, bounded).
 func gatherScopes(path string, st *statusReport) *scopeStatus {
-	ss := &scopeStatus{File: path, Allocations: []scope.Node{}}
-	nodes, err := (&scope.Registry{Path: path}).Status(context.Background())
+	nodes, err := (&scope.Registry{Path: path}).Status(context.Background()) // none on an error
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
-		return ss
 	}
-	ss.Allocations = append(ss.Allocations, nodes...) // [] for none, never null
-	return ss
+	return &scopeStatus{File: path, Allocations: append([]scope.Node{}, nodes...)} // [] for none, never null
 }
 
 // seconds rounds to milliseconds: enough for scripts, stable to read.
