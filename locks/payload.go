@@ -233,10 +233,7 @@ func PidsText(pids []int, known bool) string {
 }
 
 func age(now, t time.Time) string {
-	d := now.Sub(t)
-	if d < 0 {
-		d = 0
-	}
+	d := max(now.Sub(t), 0)
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}

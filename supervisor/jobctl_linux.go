@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -193,9 +194,7 @@ func (s *supervision) giveTerminal(heldBy int) {
 	if s.shared || s.tty == nil || !s.tty.ours() {
 		return
 	}
-	if heldBy == 0 {
-		heldBy = s.pid
-	}
+	heldBy = cmp.Or(heldBy, s.pid)
 	err := s.tty.setForeground(heldBy)
 	if err != nil && heldBy != s.pid {
 		// The group that had it is gone: the child's own group then.

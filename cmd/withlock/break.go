@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -155,10 +156,7 @@ func breakOne(c *cli.Command, locker *filelock.RunLocker, runID string, say func
 	case err != nil:
 		return exitWith(exitCantCreate, fmt.Errorf("break %s: %w", slotName(runID), err))
 	}
-	why := string(b.Reason)
-	if b.Reason == filelock.NotStale {
-		why = "forced"
-	}
+	why := cmp.Or(string(b.Reason), "forced") // NotStale is ""
 	say("moved the lock of %s aside (%s; was %s): %s", slotName(runID), why, b.Holder.Describe(time.Now()), b.MovedTo)
 	return nil
 }

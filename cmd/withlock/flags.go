@@ -62,12 +62,11 @@ func oneOf(words ...string) func(string) error {
 // (stderr, or a writer that shares stderr with the waiting line). The
 // console form is one plain line per event, prefixed "withlock:".
 func newLogger(c *cli.Command, out io.Writer) zerolog.Logger {
-	levelName := c.String("log-level")
-	if c.String("log-format") == "json" && !c.IsSet("log-level") {
-		levelName = "info" // a machine reading JSON wants the events, not just problems
-	}
-	level, _ := zerolog.ParseLevel(levelName) // checked by the flag's Validator
+	level, _ := zerolog.ParseLevel(c.String("log-level")) // checked by the flag's Validator
 	if c.String("log-format") == "json" {
+		if !c.IsSet("log-level") {
+			level = zerolog.InfoLevel // a machine reading JSON wants the events, not just problems
+		}
 		return zerolog.New(out).Level(level).With().Timestamp().Logger()
 	}
 	w := zerolog.ConsoleWriter{

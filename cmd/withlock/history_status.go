@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -149,7 +150,7 @@ func lastColumns(h historyStatus, now float64) (result, success string) {
 	if len(h.Runs) == 0 && len(h.RunsTotal) == 0 && h.Conflicts == 0 {
 		return "-", "-" // no history
 	}
-	result = orDash(outcome(h.last))
+	result = cmp.Or(outcome(h.last), "-")
 	if h.last.EndedAt > 0 {
 		result += ", " + ago(now-h.last.EndedAt)
 	}
@@ -181,7 +182,7 @@ func writeHistory(w io.Writer, st *statusReport) {
 		h := l.historyStatus
 		fmt.Fprintf(w, "\nhistory of %s:\n", locks.OneLine(l.RunID)) // as its table row
 		fmt.Fprintf(w, "  last start:   %s\n", agoEpoch(st.Now, h.LastStart))
-		fmt.Fprintf(w, "  last result:  %s, %s\n", orDash(outcome(h.last)), agoEpoch(st.Now, h.LastEnd))
+		fmt.Fprintf(w, "  last result:  %s, %s\n", cmp.Or(outcome(h.last), "-"), agoEpoch(st.Now, h.LastEnd))
 		fmt.Fprintf(w, "  last success: %s\n", agoEpoch(st.Now, h.LastSuccess))
 		fmt.Fprintf(w, "  duration:     %s\n", durationOf(h.last))
 		fmt.Fprintf(w, "  skipped:      %d starts since the last run (%d refused in all)\n", h.SkippedStarts, h.Conflicts)
@@ -190,7 +191,7 @@ func writeHistory(w io.Writer, st *statusReport) {
 		}
 		t := newTable(w, "  STARTED", "DURATION", "RESULT", "PID", "TOKEN", "COMMAND")
 		for _, r := range h.Runs {
-			t.row("  "+agoEpoch(st.Now, r.StartedAt), durationOf(r), outcome(r), fmt.Sprint(r.Pid), fmt.Sprint(r.FencingToken), orDash(r.Command))
+			t.row("  "+agoEpoch(st.Now, r.StartedAt), durationOf(r), outcome(r), fmt.Sprint(r.Pid), fmt.Sprint(r.FencingToken), cmp.Or(r.Command, "-"))
 		}
 		t.Flush()
 	}

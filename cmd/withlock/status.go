@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -245,14 +246,11 @@ func newLockStatus(l filelock.LockInfo, now time.Time) lockStatus {
 
 // gatherScopes reads the scope registry (under its shared flock, bounded).
 func gatherScopes(path string, st *statusReport) *scopeStatus {
-	ss := &scopeStatus{File: path, Allocations: []scope.Node{}}
-	nodes, err := (&scope.Registry{Path: path}).Status(context.Background())
+	nodes, err := (&scope.Registry{Path: path}).Status(context.Background()) // none on an error
 	if err != nil {
 		st.Errors = append(st.Errors, err.Error())
-		return ss
 	}
-	ss.Allocations = append(ss.Allocations, nodes...) // [] for none, never null
-	return ss
+	return &scopeStatus{File: path, Allocations: append([]scope.Node{}, nodes...)} // [] for none, never null
 }
 
 // seconds rounds to milliseconds: enough for scripts, stable to read.
@@ -276,7 +274,7 @@ func writeStatusTable(w io.Writer, st *statusReport) {
 		fmt.Fprintf(w, "\nwaiting for gc in %s (%d):\n", st.Dir, len(st.Leftovers))
 		t := newTable(w, "  FILE", "KIND", "RUN ID", "SINCE")
 		for _, l := range st.Leftovers {
-			t.row("  "+filepath.Base(l.Path), l.Kind, orDash(l.RunID), ago(l.AgeSeconds))
+			t.row("  "+filepath.Base(l.Path), l.Kind, cmp.Or(l.RunID, "-"), ago(l.AgeSeconds))
 		}
 		t.Flush()
 	}
@@ -312,7 +310,7 @@ func lockRow(l lockStatus, now float64) []string {
 	}
 	result, success := lastColumns(l.historyStatus, now)
 	if l.State == "free" || l.State == "unreadable" || (l.Pid == 0 && l.LockID == "") {
-		return []string{runID, state, "-", "-", "-", "-", "-", "-", result, success, orDash(l.Error)}
+		return []string{runID, state, "-", "-", "-", "-", "-", "-", result, success, cmp.Or(l.Error, "-")}
 	}
 	token := "-"
 	if l.FencingToken > 0 {
@@ -322,8 +320,8 @@ func lockRow(l lockStatus, now float64) []string {
 	if l.CreatedAt > 0 {
 		acquired = ago(l.AgeSeconds)
 	}
-	return []string{runID, state, fmt.Sprint(l.Pid), orDash(l.Host), l.Liveness,
-		acquired, expiresIn(l.ExpiresInSeconds), token, result, success, orDash(l.Command)}
+	return []string{runID, state, fmt.Sprint(l.Pid), cmp.Or(l.Host, "-"), l.Liveness,
+		acquired, expiresIn(l.ExpiresInSeconds), token, result, success, cmp.Or(l.Command, "-")}
 }
 
 // scopeRows adds n and its delegates, each level indented under its
@@ -339,17 +337,10 @@ func scopeRows(t table, n scope.Node, indent string) {
 			reads = append(reads, s)
 		}
 	}
-	t.row(indent+n.Name, fmt.Sprint(n.PID), holder, n.Effective.String(), orDash(strings.Join(slices.Sorted(slices.Values(reads)), ", ")))
+	t.row(indent+n.Name, fmt.Sprint(n.PID), holder, n.Effective.String(), cmp.Or(strings.Join(slices.Sorted(slices.Values(reads)), ", "), "-"))
 	for _, child := range n.Children {
 		scopeRows(t, child, strings.ReplaceAll(indent, "└ ", "  ")+"└ ")
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func ago(sec float64) string { return shortDuration(sec) + " ago" }

@@ -75,9 +75,6 @@ func On(name string) bool {
 
 // Armed reports whether Crash or Hang names point.
 func Armed(point string) bool {
-	if points == "" {
-		return false
-	}
 	c, _ := Value(Crash)
 	h, _ := Value(Hang)
 	return c == point || h == point

@@ -239,10 +239,7 @@ func Holding(id FileID) ([]int, error) {
 		readable = true
 		for _, e := range entries {
 			var st unix.Stat_t
-			if unix.Stat(dir+"/"+e.Name(), &st) != nil {
-				continue
-			}
-			if st.Ino == id.Ino && uint64(st.Dev) == id.Dev {
+			if unix.Stat(dir+"/"+e.Name(), &st) == nil && st.Ino == id.Ino && uint64(st.Dev) == id.Dev {
 				out = append(out, pid)
 				break
 			}

@@ -106,11 +106,9 @@ func keyOf(name string) string {
 func (r *RunLocker) Inspect(runIDs ...string) (*DirReport, error) {
 	rep := &DirReport{Dir: r.Dir}
 	var entries []fs.DirEntry
-	var err error
-	if len(runIDs) == 0 {
-		entries, err = readLockDir(r.fsys(), r.Dir)
-	} else {
-		err = checkReadDir(r.fsys(), r.Dir)
+	err := checkReadDir(r.fsys(), r.Dir)
+	if err == nil && len(runIDs) == 0 {
+		entries, err = os.ReadDir(r.Dir) // sorted by name
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil // no directory: nothing is locked
@@ -191,10 +189,8 @@ func (r *RunLocker) inspectLock(path, key string) LockInfo {
 // leftoverKind classifies a name that gc may remove. Lock, guard and fence
 // files are never leftovers, whatever else their name holds.
 func leftoverKind(name string) (LeftoverKind, bool) {
-	for _, keep := range []string{".lock", ".guard", ".fence", ".tree"} {
-		if strings.HasSuffix(name, keep) {
-			return "", false
-		}
+	if slices.ContainsFunc([]string{".lock", ".guard", ".fence", ".tree"}, func(keep string) bool { return strings.HasSuffix(name, keep) }) {
+		return "", false
 	}
 	switch {
 	case strings.Contains(name, ".stale."):

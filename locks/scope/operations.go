@@ -61,11 +61,9 @@ func (f *Registry) Keep(ctx context.Context, a *Allocation, last Stamp) (stamp S
 			return nil
 		}
 		f.reclaim(t, Request{Name: a.Name, DelegateFrom: a.DelegatedFrom, Allow: a.Allow()})
-		if err := t.Restore(*a); err != nil {
-			return err
-		}
-		restored = true
-		return nil
+		err := t.Restore(*a)
+		restored = err == nil
+		return err
 	})
 	if err != nil {
 		return Stamp{}, false, err

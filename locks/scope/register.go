@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,11 +163,8 @@ func competitor(want Set, writes []Spec, other *Allocation) (Competitor, bool) {
 		if err != nil || s.Mode != Write {
 			continue // Allow() drops what does not parse; reads never conflict
 		}
-		for _, w := range writes {
-			if overlaps(w, s) {
-				touching = append(touching, s.String())
-				break
-			}
+		if slices.ContainsFunc(writes, func(w Spec) bool { return overlaps(w, s) }) {
+			touching = append(touching, s.String())
 		}
 	}
 	if len(touching) == 0 || !want.Intersects(other.Effective()) {
@@ -185,10 +183,9 @@ func (r *Table) Restore(a Allocation) error {
 	if other := r.find(a.Name); other != nil {
 		return fmt.Errorf("%w: its name %q is taken by pid %d", ErrLost, a.Name, other.PID)
 	}
-	var parent *Allocation
-	if a.DelegatedFrom != "" {
-		parent = r.find(a.DelegatedFrom) // gone too: it puts itself back
-	}
+	// nil for a root (no allocation has the name ""), or a parent gone
+	// too: it puts itself back.
+	parent := r.find(a.DelegatedFrom)
 	// a's own delegates still point to it: they are no competitors.
 	if err := r.checkConflicts(a.ScopeAllow, a.Allow(), parent, r.delegatesOf(a.Name)); err != nil {
 		return fmt.Errorf("%w: %w", ErrLost, err)

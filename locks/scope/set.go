@@ -141,16 +141,12 @@ func (s Set) maskAt(m string) cellMask {
 
 // deepestNamed finds the deepest named ancestor-or-self of p.
 func (s Set) deepestNamed(p string) (string, bool) {
-	for {
+	for ; p != ""; p = parentPath(p) {
 		if _, ok := s.cells[p]; ok {
 			return p, true
 		}
-		parent := parentPath(p)
-		if parent == "" {
-			return "", false
-		}
-		p = parent
 	}
+	return "", false
 }
 
 // distanceCell is the cell of a, relative to its ancestor-or-self a, that

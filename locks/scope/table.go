@@ -145,14 +145,13 @@ func decodeAllocation(raw json.RawMessage) (Allocation, error) {
 		return Allocation{}, fmt.Errorf(": %w", err)
 	}
 	var a Allocation
-	var pid *int       // nil: no pid
-	var parent *string // nil: not delegated
+	var pid *int // nil: no pid; a null delegated_from leaves "" (not delegated)
 	for _, f := range []struct {
 		key string
 		to  any
 	}{
 		{"name", &a.Name}, {"pid", &pid}, {"socket", &a.Socket}, {"scope_allow", &a.ScopeAllow},
-		{"delegated_from", &parent}, {"scope_deny", &a.ScopeDeny}, {"pid_start", &a.PIDStart}, {"created_at", &a.CreatedAt},
+		{"delegated_from", &a.DelegatedFrom}, {"scope_deny", &a.ScopeDeny}, {"pid_start", &a.PIDStart}, {"created_at", &a.CreatedAt},
 	} {
 		if err := takeField(fields, f.key, f.to); err != nil {
 			return Allocation{}, fmt.Errorf(".%w", err)
@@ -162,9 +161,6 @@ func decodeAllocation(raw json.RawMessage) (Allocation, error) {
 		return Allocation{}, errors.New(".pid: missing")
 	}
 	a.PID = *pid
-	if parent != nil {
-		a.DelegatedFrom = *parent
-	}
 	if err := checkAllocation(a); err != nil {
 		return Allocation{}, err
 	}

@@ -45,10 +45,8 @@ func (w Request) concerns(a *Allocation) bool {
 		if err != nil {
 			return true // cannot tell: judge it in full
 		}
-		for _, q := range w.Allow {
-			if overlaps(q, s) {
-				return true
-			}
+		if slices.ContainsFunc(w.Allow, func(q Spec) bool { return overlaps(q, s) }) {
+			return true
 		}
 	}
 	return false
