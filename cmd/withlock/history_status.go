@@ -182,7 +182,11 @@ func writeHistory(w io.Writer, st *statusReport) {
 		h := l.historyStatus
 		fmt.Fprintf(w, "\nhistory of %s:\n", locks.OneLine(l.RunID)) // as its table row
 		fmt.Fprintf(w, "  last start:   %s\n", agoEpoch(st.Now, h.LastStart))
-		fmt.Fprintf(w, "  last result:  %s, %s\n", cmp.Or(outcome(h.last), "-"), agoEpoch(st.Now, h.LastEnd))
+		when := agoEpoch(st.Now, h.LastEnd)
+		if h.LastResult == history.ResultUnobserved {
+			when = "started " + agoEpoch(st.Now, h.last.StartedAt) // its end was not seen; LastEnd is an earlier run's
+		}
+		fmt.Fprintf(w, "  last result:  %s, %s\n", cmp.Or(outcome(h.last), "-"), when)
 		fmt.Fprintf(w, "  last success: %s\n", agoEpoch(st.Now, h.LastSuccess))
 		fmt.Fprintf(w, "  duration:     %s\n", durationOf(h.last))
 		fmt.Fprintf(w, "  skipped:      %d starts since the last run (%d refused in all)\n", h.SkippedStarts, h.Conflicts)

@@ -53,7 +53,7 @@ func TestStatusHistory(t *testing.T) {
 	var out bytes.Buffer
 	writeStatusTable(&out, st)
 	for _, want := range []string{"history of nightly:", "last start:   1m00s ago", "last success: 1h59m ago",
-		"skipped:      2 starts since the last run (3 refused in all)", "ended unobserved", "exit 3"} {
+		"skipped:      2 starts since the last run (3 refused in all)", "last result:  ended unobserved, started 1m00s ago", "exit 3"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
