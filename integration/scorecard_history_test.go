@@ -340,24 +340,30 @@ func TestScorecardHistorySharedDir(t *testing.T) {
 	needRoot(t)
 	dir := openDir(t, 0o777|os.ModeSticky)
 	work := openDir(t, 0o777)
-	started, release := filepath.Join(work, "started"), filepath.Join(work, "release")
-	holder := asUser(t, nobody, withlockBin, "run", "--dir", dir, "job", "--",
-		"sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done`, started, release)
-	startHolder(t, holder, started)
-	if _, stderr, code := runWithlock(t, "run", "--dir", dir, "job", "--", "true"); code != 75 {
-		t.Fatalf("root beside uid 65534's lock: exit %d, want 75: %s", code, stderr)
-	}
-	if _, err := os.Lstat(history.File(dir, "job")); !os.IsNotExist(err) {
-		t.Errorf("root's refused start made uid 65534's history (%v)", err)
-	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code := waitExit(t, holder, defaultDeadline); code != 0 {
-		t.Fatalf("the holder: exit %d", code)
-	}
-	if fi, err := os.Lstat(history.File(dir, "job")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody {
-		t.Errorf("uid 65534's run left no history of its own (%v)", err)
+	// A run lock, and a semaphore all of whose slots are uid 65534's.
+	for _, tc := range []struct {
+		id   string
+		args []string
+	}{{"job", nil}, {"pool", []string{"--max", "1"}}} {
+		started, release := filepath.Join(work, tc.id+".started"), filepath.Join(work, tc.id+".release")
+		holder := asUser(t, nobody, withlockBin, append(append([]string{"run", "--dir", dir}, tc.args...), tc.id, "--",
+			"sh", "-c", `touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done`, started, release)...)
+		startHolder(t, holder, started)
+		if _, stderr, code := runWithlock(t, append(append([]string{"run", "--dir", dir}, tc.args...), tc.id, "--", "true")...); code != 75 {
+			t.Fatalf("root beside uid 65534's %s: exit %d, want 75: %s", tc.id, code, stderr)
+		}
+		if _, err := os.Lstat(history.File(dir, tc.id)); !os.IsNotExist(err) {
+			t.Errorf("root's refused start made uid 65534's history of %s (%v)", tc.id, err)
+		}
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, holder, defaultDeadline); code != 0 {
+			t.Fatalf("the holder of %s: exit %d", tc.id, code)
+		}
+		if fi, err := os.Lstat(history.File(dir, tc.id)); err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody {
+			t.Errorf("uid 65534's run of %s left no history of its own (%v)", tc.id, err)
+		}
 	}
 	// Root's own run id: a history uid 65534 may not read.
 	if _, stderr, code := runWithlock(t, "run", "--dir", dir, "rootjob", "--", "true"); code != 0 {
@@ -374,7 +380,7 @@ func TestScorecardHistorySharedDir(t *testing.T) {
 		}
 	}
 	stdout, stderr, code := runWithlock(t, "status", "--json", "--dir", dir)
-	if code != 0 || strings.Count(stdout, `"last_result": "exit"`) != 2 {
-		t.Errorf("control, root's status: exit %d, stderr %q, want both run ids' results:\n%s", code, stderr, stdout)
+	if code != 0 || strings.Count(stdout, `"last_result": "exit"`) != 3 {
+		t.Errorf("control, root's status: exit %d, stderr %q, want the three run ids' results:\n%s", code, stderr, stdout)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,20 +117,23 @@ func (b historyBackend) Acquire(ctx context.Context, runID string, wait time.Dur
 }
 
 // refused records a start refused because the lock was held, unless by
-// another user (in a shared dir the run id's history is its holders':
-// creating it as ours would keep their runs out of it).
+// another user, or a semaphore's slots by one (in a shared dir the run
+// id's history is its holders': creating it as ours would keep their runs
+// out of it).
 func (h *runHistory) refused(err error, wait time.Duration) {
 	rec := h.base
 	rec.Kind, rec.At, rec.Reason = history.KindRefused, locks.Epoch(time.Now()), "conflict"
 	if wait != 0 {
 		rec.Reason = "wait"
 	}
-	var held *locks.HeldError
-	if errors.As(err, &held) {
+	if held, ok := errors.AsType[*locks.HeldError](err); ok {
 		if held.Holder.Owner != "" {
 			return
 		}
 		rec.Holder = &history.Holder{Pid: held.Holder.Pid, Host: held.Holder.Host, Command: held.Holder.Command}
+	}
+	if slots, ok := errors.AsType[*locks.SlotsHeldError](err); ok && slices.ContainsFunc(slots.Holders, func(h locks.Holder) bool { return h.Owner != "" }) {
+		return // a semaphore another user holds: as above
 	}
 	h.append(rec)
 }
