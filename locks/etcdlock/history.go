@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,10 +90,11 @@ func (l *Locker) AppendHistory(ctx context.Context, runID string, recs ...histor
 				return err
 			}
 			puts = append(puts, clientv3.OpPut(prefix+"r"+rand.Text(), string(data)))
-			for _, kv := range markers.Kvs {
-				if m, _ := history.Parse(kv.Value); rec.Kind == history.KindRun && len(m) == 1 && m[0].FencingToken == rec.FencingToken {
-					puts = append(puts, clientv3.OpDelete(string(kv.Key)))
-				}
+		}
+		for _, kv := range markers.Kvs { // each parsed once, deleted at most once
+			m, _ := history.Parse(kv.Value)
+			if len(m) == 1 && slices.ContainsFunc(recs, func(r history.Record) bool { return r.Kind == history.KindRun && r.FencingToken == m[0].FencingToken }) {
+				puts = append(puts, clientv3.OpDelete(string(kv.Key)))
 			}
 		}
 		if _, err := cl.Txn(ctx).Then(puts...).Commit(); err != nil {
